@@ -1,0 +1,11 @@
+"""The demo site as the tests use it: a subprocess on 127.0.0.x addresses, and its request log.
+
+`SiteServer` runs ``python -m urlcheck.demo.site``; `host_stats` turns its log into per-host
+politeness figures. Both live in the package (the demo command and bench/ use them too).
+"""
+
+from urlcheck.demo import DEFAULT_HOSTS
+from urlcheck.demo.launcher import SiteServer
+from urlcheck.demo.serverlog import HostStats, host_stats, read_log
+
+__all__ = ["DEFAULT_HOSTS", "HostStats", "SiteServer", "host_stats", "read_log"]

@@ -1,0 +1,131 @@
+"""Real crawls of the check spider against the local test site (tests/sitefixture.py)."""
+
+from __future__ import annotations
+
+import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests.conftest import FAST, crawl, write_csv
+
+pytestmark = pytest.mark.crawl
+
+
+def by_row(results):
+    rows = {r["row"]: r for r in results}
+    assert len(rows) == len(results), "a row was written twice"
+    return rows
+
+
+@deferred_f_from_coro_f
+async def test_chains_statuses_and_errors(site, tmp_path):
+    u = site.url
+    csv = write_csv(tmp_path / "in.csv", "\n".join([
+        "url,expected,id",
+        f"{u('127.0.0.2', '/ok')},,a",
+        f"{u('127.0.0.2', '/chain/3')},{u('127.0.0.2', '/chain/0')},b",
+        f"{u('127.0.0.2', '/loop/a')},,c",
+        f"{u('127.0.0.2', '/status/404')},,d",
+        f"{u('127.0.0.2', '/status/410')},,e",
+        f"{u('127.0.0.2', '/redirect/301')},,f",
+        f"{u('127.0.0.2', '/redirect/301?to=javascript:alert(1)')},,g",
+        f"{u('127.0.0.2', '/redirect/301?to=')},,h",
+        f"{u('127.0.0.2', '/redirect/302?to=/ok')},{u('127.0.0.2', '/ok')},i",
+        f"{u('127.0.0.2', '/self')},,j",
+        "mailto:someone@example.com,,k",
+        f"{u('127.0.0.2', '/drop')},,l",
+        f"{u('127.0.0.3', '/redirect/308?to=//127.0.0.2:' + str(site.port) + '/ok')},,m",
+        f"{u('127.0.0.2', '/chain/12')},,n",
+        f"{u('127.0.0.2', '/meta-refresh?to=/ok')},,o",
+        "",
+        f"  {u('127.0.0.2', '/status/500')}  ,,p",
+    ]) + "\n")
+    results, crawler = await crawl(csv, tmp_path / "out.jsonl", **FAST, RETRY_TIMES=0)
+    rows = by_row(results)
+    assert sorted(rows) == list(range(1, 17))
+    ok = u("127.0.0.2", "/ok")
+
+    assert {k: rows[1][k] for k in ("status", "final_url", "final_status", "hops", "loop", "error")} == {
+        "status": 200, "final_url": ok, "final_status": 200, "hops": 0, "loop": False, "error": None}
+    assert rows[1]["input"] == {"id": "a"} and rows[1]["verdict"] is None
+
+    chain = rows[2]["chain"]
+    assert [h["status"] for h in chain] == [301, 301, 301, 200]
+    assert [h["url"] for h in chain] == [u("127.0.0.2", f"/chain/{n}") for n in (3, 2, 1, 0)]
+    assert [h["kind"] for h in chain] == ["path", "path", "path", None]
+    assert rows[2]["hops"] == 3 and rows[2]["final_status"] == 200
+    assert rows[2]["verdict"] == "pass" and rows[2]["reasons"] == []
+
+    assert rows[3]["loop"] is True and rows[3]["final_url"] is None and rows[3]["hops"] == 1
+    assert rows[3]["chain"][-1]["location"] == u("127.0.0.2", "/loop/a")
+    assert (rows[4]["status"], rows[4]["final_status"]) == (404, 404)
+    assert (rows[5]["status"], rows[5]["final_status"]) == (410, 410)
+    assert rows[6]["error"] == "bad_location" and rows[6]["status"] == 301
+    assert rows[7]["error"] == "unsupported_scheme" and rows[7]["final_url"] is None
+    assert rows[8]["error"] == "bad_location"
+    assert rows[9]["verdict"] == "fail" and "temporary_redirect" in rows[9]["reasons"]
+    assert rows[10]["loop"] is True and rows[10]["hops"] == 0
+    assert rows[11]["error"] == "invalid_url" and rows[11]["status"] is None
+    assert rows[11]["error_message"]
+    assert rows[12]["error"] == "connection_lost" and rows[12]["status"] is None
+    assert rows[13]["final_url"] == ok and rows[13]["chain"][0]["kind"] == "cross_host"
+    assert rows[14]["error"] == "too_many_hops" and rows[14]["hops"] == 10
+    assert rows[15]["meta_refresh"] == ok and rows[15]["final_status"] == 200
+    assert rows[16]["status"] == 500 and rows[16]["retries"] == 0
+
+    stats = crawler.stats.get_stats()
+    assert stats["urlcheck/rows"] == 16
+    assert stats["urlcheck/error/invalid_url"] == 1
+    assert stats["urlcheck/verdict/pass"] == 1 and stats["urlcheck/verdict/fail"] == 1
+
+
+@deferred_f_from_coro_f
+async def test_cross_host_hops_are_scheduled_in_their_own_hosts_slot(site, tmp_path):
+    # Every hop goes to 127.0.0.3 from 127.0.0.2; the strict site rejects impolite arrivals.
+    u = site.url
+    target = u("127.0.0.3", "/ok")
+    csv = write_csv(tmp_path / "in.csv", "url\n" + "".join(
+        f"{u('127.0.0.2', f'/redirect/301?to={target}%3Fn%3D{i}')}\n" for i in range(6)))
+    results, crawler = await crawl(csv, tmp_path / "out.jsonl")
+    assert len(results) == 6 and all(r["final_status"] == 200 for r in results)
+    slots = crawler.engine.downloader.slots if crawler.engine else {}
+    assert crawler.stats.get_value("urlcheck/rows") == 6
+    log = [e for e in site.log() if e["path"].startswith("/ok?n=")]
+    arrivals = sorted(e["t_arrival"] for e in log if e["host"] == "127.0.0.3")
+    assert len(arrivals) == 6
+    assert min(b - a for a, b in zip(arrivals, arrivals[1:])) >= 0.29
+    del slots
+
+
+@deferred_f_from_coro_f
+async def test_huge_bodies_and_gzip_bombs_cost_nothing(site, tmp_path):
+    u = site.url
+    csv = write_csv(tmp_path / "in.csv", "url\n" + "\n".join(
+        [u("127.0.0.4", "/big?mb=1024"), u("127.0.0.4", "/big-chunked?mb=1024"),
+         u("127.0.0.4", "/gzip-bomb")]) + "\n")
+    results, _ = await crawl(csv, tmp_path / "out.jsonl", **FAST)
+    assert sorted((r["row"], r["status"], r["error"]) for r in results) == [
+        (1, 200, None), (2, 200, None), (3, 200, None)]
+
+
+@deferred_f_from_coro_f
+async def test_head_falls_back_to_get(site, tmp_path):
+    csv = write_csv(tmp_path / "in.csv", f"url\n{site.url('127.0.0.5', '/no-head')}\n")
+    results, _ = await crawl(csv, tmp_path / "out.jsonl", **FAST, URLCHECK_METHOD="HEAD")
+    [row] = results
+    assert row["status"] == 200 and "head_fallback_get" in row["notes"]
+
+
+@deferred_f_from_coro_f
+async def test_timeout_is_classified(site, tmp_path):
+    csv = write_csv(tmp_path / "in.csv", f"url\n{site.url('127.0.0.5', '/hang')}\n")
+    results, _ = await crawl(csv, tmp_path / "out.jsonl", **FAST, DOWNLOAD_TIMEOUT=1, RETRY_TIMES=0)
+    [row] = results
+    assert row["error"] == "timeout" and row["status"] is None and row["chain"][0]["error"] == "timeout"
+
+
+@deferred_f_from_coro_f
+async def test_connect_error_is_classified(tmp_path):
+    csv = write_csv(tmp_path / "in.csv", "url\nhttp://127.0.0.9:9/\n")
+    results, _ = await crawl(csv, tmp_path / "out.jsonl", **FAST, RETRY_TIMES=1)
+    [row] = results
+    assert row["error"] == "connect" and row["retries"] == 1

@@ -1,0 +1,138 @@
+"""Per-host back-off after 429/503: the schedule, Retry-After, and who is paused until when.
+
+Scrapy 2.19 has neither back-off nor Retry-After support; its retry re-sends a 429 as soon as
+the slot delay allows (every 0.3 s here). This module is the policy; the downloader middleware
+(:mod:`urlcheck.middlewares.backoff`) and the scheduler queue (:mod:`urlcheck.scheduling`) apply it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, NamedTuple
+from weakref import WeakKeyDictionary
+
+from urlcheck.config import SettingsReader
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffConfig:
+    base: float = 30.0
+    maximum: float = 300.0
+    retries: int = 3
+    http_codes: tuple[int, ...] = (429, 503)
+    log_interval: float = 30.0
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> BackoffConfig:
+        read = SettingsReader(settings)
+        return cls(
+            base=read.number("URLCHECK_BACKOFF_BASE", 30.0),
+            maximum=read.number("URLCHECK_BACKOFF_MAX", 300.0),
+            retries=read.integer("URLCHECK_BACKOFF_RETRIES", 3),
+            http_codes=read.int_list("URLCHECK_BACKOFF_HTTP_CODES", (429, 503)),
+            log_interval=read.number("URLCHECK_BACKOFF_LOG_INTERVAL", 30.0, minimum=0.1),
+        )
+
+    def wait(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to pause a host after its ``attempt``-th consecutive 429/503 (1-based):
+        base, doubling, raised to Retry-After, each wait capped at ``maximum``."""
+        scheduled = self.base * 2.0 ** max(attempt - 1, 0)
+        return min(max(scheduled, retry_after or 0.0), self.maximum)
+
+
+def parse_retry_after(value: bytes | str | None, *, now: float | None = None) -> float | None:
+    """Seconds asked for by a Retry-After header (RFC 9110 10.2.3): delta-seconds or an
+    HTTP-date, measured against the wall clock ``now``. None when absent or unreadable."""
+    if value is None:
+        return None
+    text = (value.decode("latin-1") if isinstance(value, bytes) else value).strip()
+    if not text:
+        return None
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # an HTTP-date is always GMT
+        return None
+    wall = time.time() if now is None else now
+    return max(when.timestamp() - wall, 0.0)
+
+
+class PausedHost(NamedTuple):
+    host: str
+    attempt: int
+    seconds_left: float
+
+
+class HostBackoff:
+    """Which hosts are paused, until when (monotonic clock), after how many strikes.
+
+    One instance per crawler (:meth:`for_crawler`), shared by the middleware that pauses
+    hosts, the queue that holds their requests back and the feeder that stops reading rows
+    for them. Kept here rather than on Scrapy's download slot: idle slots are
+    garbage-collected after 60 s, which would drop a 120 s back-off.
+    """
+
+    _instances: WeakKeyDictionary[Crawler, HostBackoff] = WeakKeyDictionary()
+
+    def __init__(self, config: BackoffConfig, clock: Clock = time.monotonic) -> None:
+        self.config = config
+        self.clock = clock
+        self._until: dict[str, float] = {}
+        self._attempt: dict[str, int] = {}
+        self._listeners: list[Callable[[str, float], None]] = []
+
+    @classmethod
+    def for_crawler(cls, crawler: Crawler) -> HostBackoff:
+        instance = cls._instances.get(crawler)
+        if instance is None:
+            instance = cls._instances[crawler] = cls(BackoffConfig.from_settings(crawler.settings))
+        return instance
+
+    def on_pause(self, listener: Callable[[str, float], None]) -> None:
+        """Call ``listener(host, seconds)`` whenever a host is paused."""
+        self._listeners.append(listener)
+
+    def pause(self, host: str, attempt: int, retry_after: float | None = None) -> float:
+        """Pause ``host`` after the ``attempt``-th 429/503 of one request (1-based: the schedule
+        follows that request's own tries); returns the pause in seconds."""
+        seconds = self.config.wait(attempt, retry_after)
+        self._until[host] = max(self._until.get(host, 0.0), self.clock() + seconds)
+        self._attempt[host] = attempt
+        for listener in self._listeners:
+            listener(host, seconds)
+        return seconds
+
+    def paused_until(self, host: str) -> float:
+        """Monotonic time the host's pause ends (0.0 when not paused)."""
+        until = self._until.get(host)
+        if until is None:
+            return 0.0
+        if until <= self.clock():
+            del self._until[host]
+            return 0.0
+        return until
+
+    def is_paused(self, host: str) -> bool:
+        return self.paused_until(host) > 0.0
+
+    def paused(self) -> list[PausedHost]:
+        now = self.clock()
+        for host in [h for h, until in self._until.items() if until <= now]:
+            del self._until[host]
+        return sorted(
+            (PausedHost(host, self._attempt.get(host, 0), until - now)
+             for host, until in self._until.items()),
+            key=lambda p: p.seconds_left,
+        )

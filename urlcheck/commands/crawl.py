@@ -1,0 +1,64 @@
+"""``scrapy crawl``, with urlcheck's checks before the crawl and its exit codes after it.
+
+Before a ``check`` crawl starts: every urlcheck setting is parsed (a bad one is one clear line),
+the CSV is opened (a bad file is one clear line naming it), and the job directory is locked
+(a second process on the same JOBDIR exits at once). None of these print a traceback.
+After it: the exit code says how the job ended (docs/jobs.md), so cron can alert.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.exceptions import UsageError
+
+from urlcheck.jobs.exitcodes import ExitCode
+from urlcheck.preflight import PreflightError, preflight
+
+if TYPE_CHECKING:
+    import argparse
+
+    from scrapy.crawler import Crawler
+
+
+def exit_code(crawler: Crawler) -> ExitCode:
+    stats = crawler.stats.get_stats() if crawler.stats else {}
+    reason = stats.get("finish_reason")
+    if reason == "input_error":
+        return ExitCode.INPUT_ERROR
+    if reason == "cancelled":
+        return ExitCode.CANCELLED
+    spider = crawler.spider
+    complete = reason == "finished" and getattr(spider, "complete", True)
+    if not complete:
+        return ExitCode.PAUSED
+    if stats.get("urlcheck/verdict/fail"):
+        return ExitCode.FAILED_VERDICTS
+    return ExitCode.FINISHED
+
+
+class Command(ScrapyCrawlCommand):
+    def short_desc(self) -> str:
+        return "Run a spider (urlcheck: `scrapy crawl check -a csv=urls.csv`)"
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            raise UsageError
+        assert self.crawler_process is not None
+        assert self.settings is not None
+        if args[0] == "check":
+            try:
+                self._lock = preflight(self.settings, opts.spargs)
+            except PreflightError as exc:
+                print(f"urlcheck: {exc}", file=sys.stderr)
+                self.exitcode = exc.exit_code
+                return
+        crawler = self._create_crawler(args[0])
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        self.crawler_process.start()
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = 1
+        elif args[0] == "check":
+            self.exitcode = int(exit_code(crawler))

@@ -1,0 +1,211 @@
+"""``scrapy job status|pause|resume|cancel DIR``: look at or steer a job from another terminal.
+
+``status`` reads meta.json (``--json`` for machines). ``pause``, ``resume`` and ``cancel`` write
+control.json, which the running crawl's JobControl extension polls every 500 ms. Exit codes:
+docs/jobs.md.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from urlcheck.jobs.errors import JobError, JobLockedError
+from urlcheck.jobs.exitcodes import ExitCode
+from urlcheck.jobs.files import (
+    Clock,
+    ControlAction,
+    JobMeta,
+    JobState,
+    utc_iso,
+    write_control,
+)
+from urlcheck.jobs.lock import JobLock, lock_holder
+from urlcheck.jobs.status import derive_status, format_status
+
+if TYPE_CHECKING:
+    import argparse
+
+ACTIONS = ("status", "pause", "resume", "cancel")
+_CONFIRM_SECONDS = 3.0
+
+# The state a running crawl reports once it has obeyed each request.
+_EXPECTED = {ControlAction.PAUSE: JobState.PAUSED, ControlAction.RESUME: JobState.PROCESSING}
+
+
+class JobCommandError(Exception):
+    def __init__(self, message: str, code: ExitCode) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _load(jobdir: Path) -> JobMeta:
+    if not jobdir.is_dir():
+        raise JobCommandError(f"{jobdir}: no such job directory", ExitCode.INPUT_ERROR)
+    try:
+        meta = JobMeta.load(jobdir)
+    except JobError as exc:
+        raise JobCommandError(str(exc), ExitCode.INPUT_ERROR) from exc
+    if meta is None:
+        raise JobCommandError(
+            f"{jobdir} is not a urlcheck job directory (no meta.json)", ExitCode.INPUT_ERROR
+        )
+    return meta
+
+
+def _status(jobdir: Path, as_json: bool, clock: Clock, out: TextIO) -> ExitCode:
+    meta = _load(jobdir)
+    status = derive_status(meta, now=clock(), jobdir=jobdir, holder_pid=lock_holder(jobdir))
+    if as_json:
+        out.write(json.dumps(status.to_dict(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        out.write(format_status(status) + "\n")
+    return ExitCode.FINISHED
+
+
+def _cancel_stopped(jobdir: Path, meta: JobMeta, clock: Clock, out: TextIO) -> ExitCode:
+    """Cancel a job no crawl is running: mark it cancelled, under the lock."""
+    lock = JobLock(jobdir)
+    lock.acquire(grace=0.0)
+    try:
+        meta = _load(jobdir)  # re-read under the lock
+        now = utc_iso(clock())
+        meta.state = JobState.CANCELLED
+        meta.finish_reason = "cancelled"
+        meta.finished_at = now
+        meta.updated_at = now
+        meta.rate = None
+        meta.backoff_hosts = []
+        meta.save(jobdir)
+    finally:
+        lock.release()
+    out.write(f"job {jobdir} cancelled (no crawl was running); its results are kept\n")
+    return ExitCode.FINISHED
+
+
+def _wait_for_state(
+    jobdir: Path, expected: JobState, clock: Clock, sleep: Callable[[float], None]
+) -> bool:
+    deadline = clock() + _CONFIRM_SECONDS
+    while True:
+        try:
+            meta = JobMeta.load(jobdir)
+        except JobError:
+            meta = None
+        if meta is not None and meta.state is expected:
+            return True
+        if clock() >= deadline:
+            return False
+        sleep(0.1)
+
+
+def _control(
+    jobdir: Path,
+    action: ControlAction,
+    clock: Clock,
+    sleep: Callable[[float], None],
+    out: TextIO,
+) -> ExitCode:
+    meta = _load(jobdir)
+    holder = lock_holder(jobdir)
+    if holder is None:
+        if action is ControlAction.CANCEL:
+            if meta.state.terminal:
+                out.write(f"job {jobdir} is already {meta.state.value}; nothing to cancel\n")
+                return ExitCode.FINISHED
+            try:
+                return _cancel_stopped(jobdir, meta, clock, out)
+            except JobLockedError:
+                pass  # a crawl started just now: ask it through control.json
+        else:
+            hint = (
+                "; run the crawl command again to resume it"
+                if action is ControlAction.RESUME and not meta.state.terminal
+                else ""
+            )
+            raise JobCommandError(
+                f"no crawl is running job {jobdir} (state: {meta.state.value}); "
+                f"nothing to {action.value}{hint}",
+                ExitCode.NOT_RUNNING,
+            )
+    if _EXPECTED.get(action) is meta.state:
+        out.write(f"job {jobdir} is already {meta.state.value}\n")
+        return ExitCode.FINISHED
+    control = write_control(jobdir, action, clock=clock)
+    who = f"pid {holder}" if holder else "the running crawl"
+    expected = _EXPECTED.get(action)
+    if expected is None:
+        out.write(
+            f"cancel requested (seq {control.seq}); {who} closes the spider within a second, "
+            "after the requests in flight finish; results are kept\n"
+        )
+    elif _wait_for_state(jobdir, expected, clock, sleep):
+        out.write(f"job {jobdir} {expected.value} ({action.value} seq {control.seq}, {who})\n")
+    else:
+        out.write(
+            f"{action.value} requested (seq {control.seq}); {who} has not confirmed it yet: "
+            f"check with `scrapy job status {jobdir}`\n"
+        )
+    return ExitCode.FINISHED
+
+
+def run_job_command(
+    action: str,
+    jobdir: Path,
+    *,
+    as_json: bool = False,
+    clock: Clock = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> ExitCode:
+    """Do one ``scrapy job`` action; messages go to ``out``, problems to ``err``."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    try:
+        if action == "status":
+            return _status(jobdir, as_json, clock, out)
+        return _control(jobdir, ControlAction(action), clock, sleep, out)
+    except JobCommandError as exc:
+        err.write(f"urlcheck: {exc}\n")
+        return exc.code
+    except (OSError, JobError) as exc:
+        err.write(f"urlcheck: {jobdir}: {exc}\n")
+        return ExitCode.INPUT_ERROR
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "status|pause|resume|cancel DIR [--json]"
+
+    def short_desc(self) -> str:
+        return "Show or control a urlcheck job (a JOBDIR): status, pause, resume, cancel"
+
+    def long_desc(self) -> str:
+        return (
+            "status prints the job's state, progress, rate, ETA, hosts in back-off and last "
+            "activity (--json for the same as JSON); pause, resume and cancel ask the crawl "
+            "running the job to do so within a second. Exit codes: docs/jobs.md."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--json", dest="json", action="store_true", help="status: print JSON")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 2 or args[0] not in ACTIONS:
+            raise UsageError(f"expected one of {', '.join(ACTIONS)} and a job directory")
+        if opts.json and args[0] != "status":
+            raise UsageError("--json goes with status only")
+        self.exitcode = int(run_job_command(args[0], Path(args[1]), as_json=opts.json))

@@ -1,0 +1,339 @@
+"""The demo site's endpoints: behaviour is chosen by the URL path, as in Scrapy's mock server.
+
+Adding an endpoint is one decorated function: ``@route("/name/{param}")`` on an async handler
+that takes the `Exchange` and the path parameters as keyword strings and returns a `Reply`. The
+first line of its docstring is what the index page (``/``) shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import html
+import re
+import struct
+import zlib
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+
+from urlcheck.demo.wire import Abort, Reply, Request, Response, reason
+
+MIB = 1024 * 1024
+CHUNK = 64 * 1024
+HTML = "text/html; charset=utf-8"
+
+_PADDING = (b"<!-- padding -->\n" * (CHUNK // 17 + 1))[:CHUNK]
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request as a handler sees it, with the site state it may read or change."""
+
+    request: Request
+    host: str  # Host header without port, lower-case (the local address when there is none)
+    port: int  # the local port the request arrived on
+    counters: dict[tuple[str, str], int]
+
+    def hit(self) -> int:
+        """Count this request against (host, path+query); returns the count including it."""
+        key = (self.host, self.request.target)
+        self.counters[key] = count = self.counters.get(key, 0) + 1
+        return count
+
+    def url(self, target: str, host: str | None = None) -> str:
+        """An absolute URL on this site, on the port the request arrived on."""
+        return f"http://{host or self.host}:{self.port}{target}"
+
+    def keep_query(self, path: str) -> str:
+        query = self.request.query
+        return f"{path}?{query}" if query else path
+
+
+Handler = Callable[..., Awaitable[Reply]]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    pattern: str
+    regex: re.Pattern[str]
+    handler: Handler
+
+    @property
+    def summary(self) -> str:
+        return (self.handler.__doc__ or "").strip().splitlines()[0]
+
+
+ROUTES: list[Route] = []
+
+
+def route(pattern: str) -> Callable[[Handler], Handler]:
+    """Register `handler` for paths matching `pattern`; ``{name}`` matches one path segment."""
+    regex = re.compile(re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(pattern)))
+
+    def register(handler: Handler) -> Handler:
+        ROUTES.append(Route(pattern, regex, handler))
+        return handler
+
+    return register
+
+
+class BadParamError(Exception):
+    """A path or query parameter is unusable; the client gets a 400 naming it."""
+
+
+async def dispatch(exchange: Exchange) -> Reply:
+    if exchange.request.method == "CONNECT":
+        return page(501, "this site is not a tunnelling proxy")
+    for candidate in ROUTES:
+        match = candidate.regex.fullmatch(exchange.request.path)
+        if match:
+            try:
+                return await candidate.handler(exchange, **match.groupdict())
+            except BadParamError as exc:
+                return page(400, str(exc))
+    return page(404, f"no endpoint matches {exchange.request.path}; see / for the list")
+
+
+def page(status: int, text: str = "", headers: tuple[tuple[str, str], ...] = ()) -> Response:
+    title = f"{status} {reason(status)}"
+    body = (
+        f"<!doctype html>\n<title>{title}</title>\n<h1>{title}</h1>\n<p>{html.escape(text)}</p>\n"
+    )
+    return Response(status, (("Content-Type", HTML), *headers), body.encode("latin-1", "replace"))
+
+
+def _int(value: str | None, name: str, low: int, high: int, default: int | None = None) -> int:
+    if value is None and default is not None:
+        return default
+    try:
+        number = int(value or "")
+    except ValueError:
+        raise BadParamError(f"{name} must be an integer, got {value!r}") from None
+    if not low <= number <= high:
+        raise BadParamError(f"{name} must be between {low} and {high}, got {number}")
+    return number
+
+
+def _float(value: str | None, name: str, low: float, high: float, default: float) -> float:
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise BadParamError(f"{name} must be a number, got {value!r}") from None
+    if not low <= number <= high:  # also rejects nan
+        raise BadParamError(f"{name} must be between {low} and {high}, got {value}")
+    return number
+
+
+def _status(value: str | None, name: str = "status") -> int:
+    return _int(value, name, 200, 599)
+
+
+def _header_safe(value: str, name: str) -> str:
+    if any(c in value for c in "\r\n\0"):
+        raise BadParamError(f"{name} must not contain CR, LF or NUL")
+    return value
+
+
+def _retry_after(exchange: Exchange) -> tuple[tuple[str, str], ...]:
+    value = exchange.request.arg("retry_after")
+    return () if value is None else (("Retry-After", _header_safe(value, "retry_after")),)
+
+
+def _redirect(status: int, location: str) -> Response:
+    return page(status, f"moved to {location}", (("Location", location),))
+
+
+def _repeat(total: int) -> Iterator[bytes]:
+    full, rest = divmod(total, CHUNK)
+    for _ in range(full):
+        yield _PADDING
+    if rest:
+        yield _PADDING[:rest]
+
+
+@route("/")
+async def index(exchange: Exchange) -> Reply:
+    """This list of endpoints."""
+    items = "".join(
+        f"<li><code>{html.escape(r.pattern)}</code> {html.escape(r.summary)}</li>\n" for r in ROUTES
+    )
+    body = f"<!doctype html>\n<title>urlcheck demo site</title>\n<ul>\n{items}</ul>\n"
+    return Response(200, (("Content-Type", HTML),), body.encode())
+
+
+@route("/ok")
+async def ok(exchange: Exchange) -> Reply:
+    """200 with a small HTML page."""
+    return page(200, "ok")
+
+
+@route("/status/{code}")
+async def status(exchange: Exchange, code: str) -> Reply:
+    """That status (200-599), with a small HTML body (none for 204 and 304)."""
+    return page(_status(code, "code"))
+
+
+@route("/redirect/{code}")
+async def redirect(exchange: Exchange, code: str) -> Reply:
+    """That status with Location exactly `to` (decoded once; no `to`: no Location at all)."""
+    target = exchange.request.arg("to")
+    if target is None:
+        return page(_status(code, "code"), "no Location on purpose")
+    return _redirect(_status(code, "code"), _header_safe(target, "to"))
+
+
+@route("/raw-location/{code}")
+async def raw_location(exchange: Exchange, code: str) -> Reply:
+    """That status with the Location header set to the raw bytes given as `hex`."""
+    try:
+        raw = bytes.fromhex(exchange.request.arg("hex") or "")
+    except ValueError:
+        raise BadParamError("hex must be pairs of hexadecimal digits") from None
+    return _redirect(_status(code, "code"), _header_safe(raw.decode("latin-1"), "hex"))
+
+
+@route("/chain/{n}")
+async def chain(exchange: Exchange, n: str) -> Reply:
+    """301 to /chain/<n-1> (query kept); /chain/0 answers 200, so /chain/3 is a 3-hop chain."""
+    hops = _int(n, "n", 0, 10_000)
+    if hops == 0:
+        return page(200, "end of the chain")
+    return _redirect(301, exchange.url(exchange.keep_query(f"/chain/{hops - 1}")))
+
+
+@route("/loop/{name}")
+async def loop(exchange: Exchange, name: str) -> Reply:
+    """/loop/a 301 to /loop/b, /loop/b 301 to /loop/a (query kept)."""
+    other = {"a": "b", "b": "a"}.get(name)
+    if other is None:
+        return page(404, "only /loop/a and /loop/b exist")
+    return _redirect(301, exchange.url(exchange.keep_query(f"/loop/{other}")))
+
+
+@route("/self")
+async def self_redirect(exchange: Exchange) -> Reply:
+    """301 to itself (query kept)."""
+    return _redirect(301, exchange.url(exchange.request.target))
+
+
+@route("/301-redirect-to-host")
+async def redirect_to_host(exchange: Exchange) -> Reply:
+    """301 to http://<host>:<same port><path> (`path` defaults to /ok): a cross-host hop."""
+    host = exchange.request.arg("host")
+    if not host:
+        raise BadParamError("host is required")
+    target = exchange.request.arg("path") or "/ok"
+    return _redirect(301, _header_safe(exchange.url(target, host=host), "host or path"))
+
+
+@route("/ratelimit/{n}")
+async def ratelimit(exchange: Exchange, n: str) -> Reply:
+    """The first n requests to this host+path+query answer `status` (429), with Retry-After."""
+    limit = _int(n, "n", 0, 1_000_000)
+    code = _status(exchange.request.arg("status") or "429")
+    if exchange.hit() <= limit:
+        return page(code, f"rate limited ({limit} times)", _retry_after(exchange))
+    return page(200, "ok after the rate limit")
+
+
+@route("/always/{code}")
+async def always(exchange: Exchange, code: str) -> Reply:
+    """Always that status, with Retry-After if `retry_after` is given."""
+    return page(_status(code, "code"), "always", _retry_after(exchange))
+
+
+@route("/delay/{seconds}")
+async def delay(exchange: Exchange, seconds: str) -> Reply:
+    """200 after that many seconds (other requests are served meanwhile)."""
+    await asyncio.sleep(_float(seconds, "seconds", 0.0, 3600.0, 0.0))
+    return page(200, f"answered after {seconds} s")
+
+
+@route("/meta-refresh")
+async def meta_refresh(exchange: Exchange) -> Reply:
+    """200 HTML with <meta http-equiv="refresh" content="<delay>;url=<to>">."""
+    target = exchange.request.arg("to")
+    wait = exchange.request.arg("delay") or "0"
+    content = wait if target is None else f"{wait};url={target}"
+    body = (
+        '<!doctype html>\n<html><head><meta charset="utf-8">\n'
+        f'<meta http-equiv="refresh" content="{html.escape(content)}">\n'
+        "<title>meta refresh</title></head><body><p>refreshing</p></body></html>\n"
+    )
+    return Response(200, (("Content-Type", HTML),), body.encode("latin-1"))
+
+
+@route("/big")
+async def big(exchange: Exchange) -> Reply:
+    """200 HTML of `mb` MiB (default 1024) with Content-Length, generated as it is sent."""
+    size = int(_float(exchange.request.arg("mb"), "mb", 0.0, float(MIB), 1024.0) * MIB)
+    return Response(200, (("Content-Type", HTML),), stream=_repeat(size), length=size)
+
+
+@route("/big-chunked")
+async def big_chunked(exchange: Exchange) -> Reply:
+    """The same as /big, in chunked transfer encoding (no Content-Length)."""
+    size = int(_float(exchange.request.arg("mb"), "mb", 0.0, float(MIB), 1024.0) * MIB)
+    return Response(200, (("Content-Type", HTML),), stream=_repeat(size))
+
+
+@route("/gzip-bomb")
+async def gzip_bomb(exchange: Exchange) -> Reply:
+    """200, Content-Encoding gzip: ~1 MB that inflates to `mb` MiB (default 1024) of zeros."""
+    data = await asyncio.to_thread(_bomb, _int(exchange.request.arg("mb"), "mb", 1, 4096, 1024))
+    chunks = (data[i : i + CHUNK] for i in range(0, len(data), CHUNK))
+    headers = (("Content-Type", HTML), ("Content-Encoding", "gzip"))
+    return Response(200, headers, stream=chunks, length=len(data))
+
+
+@functools.lru_cache(maxsize=4)
+def _bomb(mib: int) -> bytes:
+    # One MiB of zeros deflated on its own, flushed to a byte boundary, repeated: each copy is
+    # ~1 KB and needs no earlier data, so building a 1 GiB bomb costs one CRC pass (~0.4 s)
+    # instead of deflating 1 GiB (~5 s).
+    block = bytes(MIB)
+    deflater = zlib.compressobj(9, zlib.DEFLATED, -15)
+    piece = deflater.compress(block) + deflater.flush(zlib.Z_SYNC_FLUSH)
+    last = zlib.compressobj(9, zlib.DEFLATED, -15).flush()  # an empty final block
+    crc = 0
+    for _ in range(mib):
+        crc = zlib.crc32(block, crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+    trailer = struct.pack("<II", crc, (mib * MIB) & 0xFFFFFFFF)
+    return header + piece * mib + last + trailer
+
+
+@route("/drop")
+async def drop(exchange: Exchange) -> Reply:
+    """Closes the connection without any response."""
+    return Abort.DROP
+
+
+@route("/hang")
+async def hang(exchange: Exchange) -> Reply:
+    """Never answers; the connection stays open until the client closes it."""
+    return Abort.HANG
+
+
+@route("/reset")
+async def reset(exchange: Exchange) -> Reply:
+    """Resets the connection (TCP RST) instead of answering."""
+    return Abort.RESET
+
+
+@route("/no-head")
+async def no_head(exchange: Exchange) -> Reply:
+    """200 to GET; 405 (Allow: GET) to HEAD."""
+    if exchange.request.method == "HEAD":
+        return page(405, "HEAD is not allowed here", (("Allow", "GET"),))
+    return page(200, "ok, but not to HEAD")
+
+
+@route("/no-head-501")
+async def no_head_501(exchange: Exchange) -> Reply:
+    """200 to GET; 501 to HEAD."""
+    if exchange.request.method == "HEAD":
+        return page(501, "HEAD is not implemented here")
+    return page(200, "ok, but not to HEAD")

@@ -1,0 +1,378 @@
+"""JobControl: keeps meta.json current during a crawl and obeys control.json.
+
+Driven by the :class:`~urlcheck.jobs.context.JobContext` the spider sets as
+``spider.job_context`` before its first request. Every ``URLCHECK_JOB_POLL_INTERVAL`` seconds it
+reads control.json and acts on a new ``seq``: pause (the engine stops taking requests from the
+scheduler; requests in flight finish), resume, or cancel (the spider closes with reason
+``cancelled``). It writes meta.json when the run opens, on every state change, as a heartbeat
+while there is activity or back-off, and when the spider closes. Reference: docs/jobs.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+from itemadapter import ItemAdapter
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import create_looping_call
+from scrapy.utils.defer import deferred_from_coro
+
+from urlcheck.config import ConfigError, SettingsReader
+from urlcheck.jobs.context import JobContext
+from urlcheck.jobs.errors import JobError
+from urlcheck.jobs.files import (
+    BackoffHost,
+    Clock,
+    Control,
+    ControlAction,
+    JobMeta,
+    JobState,
+    utc_iso,
+)
+from urlcheck.jobs.progress import Every, Heartbeat, RunRate
+from urlcheck.jobs.status import STUCK_AFTER_SECONDS, format_duration
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from scrapy.utils.asyncio import AsyncioLoopingCall
+    from twisted.internet.task import LoopingCall
+    from twisted.python.failure import Failure
+
+logger = logging.getLogger(__name__)
+
+# Sent (no arguments) when the job is paused / resumed through control.json. A lazy start()
+# waits for job_resumed while the engine is paused (see wait_while_paused), because a paused
+# engine still consumes start(): only the scheduler stops being drained.
+job_paused = object()
+job_resumed = object()
+
+
+async def wait_while_paused(crawler: Crawler) -> None:
+    """Return once the job is not paused; for the spider's lazy ``start()`` loop."""
+    while crawler.engine.paused and crawler.crawling:
+        await crawler.signals.wait_for(job_resumed)
+
+
+_DEFAULTS = {
+    "URLCHECK_JOB_POLL_INTERVAL": ("poll_interval", 0.5),
+    "URLCHECK_JOB_HEARTBEAT_INTERVAL": ("heartbeat_interval", 30.0),
+    "URLCHECK_PROGRESS_INTERVAL": ("progress_interval", 30.0),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class JobControlConfig:
+    poll_interval: float = 0.5
+    heartbeat_interval: float = 30.0
+    progress_interval: float = 30.0
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> JobControlConfig:
+        read = SettingsReader(settings)
+        values = {}
+        for name, (attr, default) in _DEFAULTS.items():
+            value = read.number(name, default, minimum=None)
+            if not (value > 0 and math.isfinite(value)):
+                raise ConfigError(f"setting {name}: expected a number of seconds > 0, got {value}")
+            values[attr] = value
+        if values["heartbeat_interval"] >= STUCK_AFTER_SECONDS:
+            raise ConfigError(
+                "setting URLCHECK_JOB_HEARTBEAT_INTERVAL: must be below "
+                f"{STUCK_AFTER_SECONDS:.0f} s, or a healthy job would read as stuck; "
+                f"got {values['heartbeat_interval']}"
+            )
+        return cls(**values)
+
+
+def _final_status(adapter: Any) -> int | None:
+    value = adapter.get("final_status") if "final_status" in adapter else adapter.get("status")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class JobControl:
+    def __init__(
+        self, crawler: Crawler, jobdir: Path, config: JobControlConfig, *, clock: Clock = time.time
+    ) -> None:
+        self.crawler = crawler
+        self.jobdir = jobdir
+        self.config = config
+        self.clock = clock
+        self.context: JobContext | None = None
+        self.meta: JobMeta | None = None
+        self.state = JobState.PROCESSING
+        now = clock()
+        self._rate = RunRate(0, now)
+        self._heartbeat = Heartbeat(config.heartbeat_interval, now)
+        self._progress = Every(config.progress_interval, now)
+        self._task: AsyncioLoopingCall | LoopingCall | None = None
+        self._last_control: Control | None = None
+        self._control_error: str | None = None
+        self._cancelling = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        jobdir = crawler.settings.get("JOBDIR")
+        if not jobdir:
+            raise NotConfigured("JOBDIR is not set")
+        extension = cls(crawler, Path(jobdir), JobControlConfig.from_settings(crawler.settings))
+        connect = crawler.signals.connect
+        connect(extension.spider_opened, signal=signals.spider_opened)
+        connect(extension.spider_closed, signal=signals.spider_closed)
+        connect(extension.item_scraped, signal=signals.item_scraped)
+        connect(extension.activity, signal=signals.response_received)
+        connect(extension.activity, signal=signals.request_left_downloader)
+        return extension
+
+    # --- signals ---------------------------------------------------------------------------
+
+    def spider_opened(self) -> None:
+        # A request written before this run started (e.g. the cancel that ended the last run)
+        # is history, not an order for this run.
+        self._last_control = self._read_control()
+        self._find_context()
+        self._task = create_looping_call(self._tick)
+        self._task.start(self.config.poll_interval, now=False)
+
+    def activity(self) -> None:
+        self._heartbeat.activity(self.clock())
+
+    def item_scraped(self, item: Any) -> None:
+        context = self._find_context()
+        if context is None:
+            return
+        adapter = ItemAdapter(item)
+        row = adapter.get("row")
+        if not isinstance(row, int) or isinstance(row, bool):
+            return
+        verdict = adapter.get("verdict")
+        context.done_rows += 1
+        context.counts.add(_final_status(adapter), verdict if isinstance(verdict, str) else None)
+        self._heartbeat.activity(self.clock())
+
+    def spider_closed(self, reason: str) -> None:
+        if self._task is not None and self._task.running:
+            self._task.stop()
+        context = self._find_context()
+        if context is None:
+            logger.debug("Spider closed before it set job_context: %s left as it was", self.jobdir)
+            return
+        now = self.clock()
+        if reason == "cancelled":
+            self.state = JobState.CANCELLED
+        elif reason == "finished" and context.done_rows >= context.total_rows:
+            self.state = JobState.DONE
+        else:
+            self.state = JobState.PAUSED
+            if reason == "finished":
+                logger.warning(
+                    "Spider finished with %d of %d rows done: job %s left paused; run it again",
+                    context.done_rows,
+                    context.total_rows,
+                    self.jobdir,
+                )
+        try:
+            meta = self._write(now, hosts=[], closing_reason=reason)
+        finally:
+            if context.lock is not None:
+                context.lock.release()
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.set_value("urlcheck/job/state", self.state.value)
+        logger.info(
+            "Job %s %s: %d/%d rows done",
+            self.jobdir,
+            self.state.value,
+            meta.done_rows,
+            meta.total_rows,
+        )
+
+    # --- the tick --------------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        now = self.clock()
+        try:
+            self._find_context()
+            self._poll_control(now)
+            if self.context is None:
+                return
+            hosts = self._backoff_hosts()
+            if self._heartbeat.due(now, backoff=bool(hosts)):
+                self._write(now, hosts)
+            if self._progress.due(now):
+                self._log_progress(now, hosts)
+        except (OSError, JobError):
+            # A full disk or a hand-edited file must not stop pause/cancel from working.
+            logger.exception("Job %s: could not update the job files", self.jobdir)
+
+    def _find_context(self) -> JobContext | None:
+        if self.context is None:
+            spider = self.crawler.spider
+            context = getattr(spider, "job_context", None)
+            if isinstance(context, JobContext):
+                self.context = context
+                self._open(context, self.clock())
+        return self.context
+
+    def _open(self, context: JobContext, now: float) -> None:
+        if context.jobdir.resolve() != self.jobdir.resolve():
+            logger.warning(
+                "job_context.jobdir %s differs from JOBDIR %s; using JOBDIR",
+                context.jobdir,
+                self.jobdir,
+            )
+        try:
+            meta = JobMeta.load(self.jobdir)
+        except JobError as exc:
+            logger.warning("Starting %s afresh: %s", self.jobdir, exc)
+            meta = None
+        self.meta = meta if meta is not None else JobMeta()
+        self.meta.created_at = self.meta.created_at or utc_iso(now)
+        self.meta.started_at = utc_iso(now)
+        self.meta.finished_at = None
+        self.meta.finish_reason = None
+        self.state = JobState.PAUSED if self.crawler.engine.paused else JobState.PROCESSING
+        self._rate = RunRate(context.done_rows, now)
+        if self.state is JobState.PAUSED:
+            self._rate.pause(now)
+        self._heartbeat.activity(now)
+        self._write(now, self._backoff_hosts())
+
+    def _backoff_hosts(self) -> list[BackoffHost]:
+        assert self.context is not None
+        try:
+            hosts = self.context.paused_hosts()
+        except Exception:  # the back-off's report must not stop job control
+            logger.exception("job_context.paused_hosts() failed")
+            return []
+        return [BackoffHost(host, attempt, round(left, 1)) for host, attempt, left in hosts]
+
+    def _write(self, now: float, hosts: list[BackoffHost], closing_reason: str = "") -> JobMeta:
+        context, meta = self.context, self.meta
+        assert context is not None
+        assert meta is not None
+        meta.state = self.state
+        meta.total_rows = context.total_rows
+        meta.done_rows = context.done_rows
+        meta.counts = context.counts.copy()
+        meta.input_path = str(context.input_path)
+        meta.input_sha256 = context.input_checksum
+        meta.results_path = str(context.results_path)
+        meta.user_agent = context.user_agent
+        meta.settings = dict(context.shaping_settings)
+        meta.updated_at = utc_iso(now)
+        meta.last_activity_at = utc_iso(self._heartbeat.last_activity)
+        meta.rate = self._rate.rate(context.done_rows, now)
+        meta.backoff_hosts = hosts
+        if closing_reason:
+            meta.finish_reason = closing_reason
+            meta.finished_at = utc_iso(now) if self.state.terminal else None
+        meta.save(self.jobdir)
+        self._heartbeat.wrote(now)
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.inc_value("urlcheck/job/meta_writes")
+        return meta
+
+    def _log_progress(self, now: float, hosts: list[BackoffHost]) -> None:
+        assert self.context is not None
+        done, total = self.context.done_rows, self.context.total_rows
+        rate = self._rate.rate(done, now)
+        eta = self._rate.eta(done, total, now) if self.state is JobState.PROCESSING else None
+        downloader = self.crawler.engine.downloader
+        active = sum(1 for slot in downloader.slots.values() if slot.active)
+        logger.info(
+            "Progress: %d/%d rows (%.1f%%), %s rows/min, ETA %s; "
+            "hosts: %d active, %d in back-off%s",
+            done,
+            total,
+            100.0 * done / total if total else 100.0,
+            "-" if rate is None else f"{rate:.1f}",
+            "-" if eta is None else format_duration(eta),
+            active,
+            len(hosts),
+            "; paused" if self.state is JobState.PAUSED else "",
+        )
+
+    # --- control.json ----------------------------------------------------------------------
+
+    def _read_control(self) -> Control | None:
+        try:
+            control = Control.load(self.jobdir)
+        except JobError as exc:
+            if str(exc) != self._control_error:
+                self._control_error = str(exc)
+                logger.warning("Ignoring control file: %s", exc)
+            return self._last_control
+        self._control_error = None
+        return control
+
+    def _poll_control(self, now: float) -> None:
+        control = self._read_control()
+        if control is None or control == self._last_control:
+            return
+        self._last_control = control
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.inc_value(f"urlcheck/job/control/{control.action.value}")
+        if self._cancelling:
+            return
+        if control.action is ControlAction.PAUSE:
+            self._pause(now, control.seq)
+        elif control.action is ControlAction.RESUME:
+            self._resume(now, control.seq)
+        else:
+            self._cancel(control.seq)
+
+    def _pause(self, now: float, seq: int) -> None:
+        if self.state is JobState.PAUSED:
+            logger.info("Job %s is already paused (control seq %d)", self.jobdir, seq)
+            return
+        self.crawler.engine.pause()
+        self.state = JobState.PAUSED
+        self._rate.pause(now)
+        logger.info(
+            "Job %s paused (control seq %d): requests in flight finish, no new ones start",
+            self.jobdir,
+            seq,
+        )
+        if self.context is not None:
+            self._write(now, self._backoff_hosts())
+        self.crawler.signals.send_catch_log(job_paused)
+
+    def _resume(self, now: float, seq: int) -> None:
+        if self.state is not JobState.PAUSED:
+            logger.info("Job %s is not paused (control seq %d)", self.jobdir, seq)
+            return
+        engine = self.crawler.engine
+        engine.unpause()
+        self.state = JobState.PROCESSING
+        self._rate.resume(now)
+        self._heartbeat.activity(now)
+        logger.info("Job %s resumed (control seq %d)", self.jobdir, seq)
+        # Without a nudge the engine would only look at its scheduler again on its 5 s heartbeat.
+        slot = engine._slot
+        if slot is not None:
+            slot.nextcall.schedule()
+        if self.context is not None:
+            self._write(now, self._backoff_hosts())
+        self.crawler.signals.send_catch_log(job_resumed)
+
+    def _cancel(self, seq: int) -> None:
+        self._cancelling = True
+        logger.info("Job %s cancelled (control seq %d): closing the spider", self.jobdir, seq)
+        closing = deferred_from_coro(self.crawler.engine.close_spider_async(reason="cancelled"))
+        closing.addErrback(self._cancel_failed)
+
+    def _cancel_failed(self, failure: Failure) -> None:
+        logger.error(
+            "Job %s: closing the spider for a cancel failed: %s",
+            self.jobdir,
+            failure.getErrorMessage(),
+        )

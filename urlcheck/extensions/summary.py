@@ -1,0 +1,65 @@
+"""Counts every result into stats (``urlcheck/...``) and logs one summary block at the end."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Self
+
+from scrapy import signals
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+
+def status_class(status: int | None) -> str:
+    return "none" if status is None else f"{status // 100}xx"
+
+
+class Summary:
+    def __init__(self, stats: StatsCollector) -> None:
+        self.stats = stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        assert crawler.stats is not None
+        extension = cls(crawler.stats)
+        crawler.signals.connect(extension.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    def item_scraped(self, item: dict[str, Any]) -> None:
+        if not isinstance(item, dict) or "row" not in item:
+            return
+        inc = self.stats.inc_value
+        inc("urlcheck/rows")
+        inc(f"urlcheck/status/{status_class(item.get('status'))}")
+        if item.get("error") is None and not item.get("loop"):
+            inc(f"urlcheck/final_status/{status_class(item.get('final_status'))}")
+        if item.get("hops"):
+            inc("urlcheck/redirected")
+        if item.get("loop"):
+            inc("urlcheck/loops")
+        if item.get("error"):
+            inc(f"urlcheck/error/{item['error']}")
+        if item.get("verdict"):
+            inc(f"urlcheck/verdict/{item['verdict']}")
+            for reason in item.get("reasons") or ():
+                inc(f"urlcheck/reason/{reason}")
+
+    def spider_closed(self, reason: str) -> None:
+        stats = self.stats.get_stats()
+        lines = [f"urlcheck summary ({reason}): {stats.get('urlcheck/rows', 0)} rows checked"]
+        for title, prefix in (("first status", "urlcheck/status/"),
+                              ("final status", "urlcheck/final_status/"),
+                              ("verdicts", "urlcheck/verdict/"),
+                              ("errors", "urlcheck/error/")):
+            found = sorted((k[len(prefix):], v) for k, v in stats.items() if k.startswith(prefix))
+            if found:
+                lines.append(f"  {title}: " + ", ".join(f"{k} {v}" for k, v in found))
+        for title, key in (("redirected", "urlcheck/redirected"), ("loops", "urlcheck/loops")):
+            if stats.get(key):
+                lines.append(f"  {title}: {stats[key]}")
+        logger.info("\n".join(lines))

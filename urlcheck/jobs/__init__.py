@@ -1,0 +1,48 @@
+"""The job machinery: a JOBDIR that survives Ctrl-C, crashes and cron (docs/jobs.md).
+
+Scrapy-free: the Scrapy side is :mod:`urlcheck.extensions.jobcontrol` and
+:mod:`urlcheck.commands.job`.
+"""
+
+from urlcheck.jobs.context import JobContext
+from urlcheck.jobs.counts import Counts, status_class
+from urlcheck.jobs.done import DoneRows, ResultsScan, scan_results
+from urlcheck.jobs.errors import (
+    InputMismatchError,
+    JobError,
+    JobFileError,
+    JobLockedError,
+)
+from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
+from urlcheck.jobs.files import Control, ControlAction, JobMeta, JobState, write_control
+from urlcheck.jobs.lock import JobLock, lock_holder
+from urlcheck.jobs.prepare import PreparedJob, check_input, prepare_job
+from urlcheck.jobs.status import JobStatus, derive_status, format_status
+
+__all__ = [
+    "Control",
+    "ControlAction",
+    "Counts",
+    "DoneRows",
+    "ExitCode",
+    "InputMismatchError",
+    "JobContext",
+    "JobError",
+    "JobFileError",
+    "JobLock",
+    "JobLockedError",
+    "JobMeta",
+    "JobState",
+    "JobStatus",
+    "PreparedJob",
+    "ResultsScan",
+    "check_input",
+    "derive_status",
+    "exit_code_for",
+    "format_status",
+    "lock_holder",
+    "prepare_job",
+    "scan_results",
+    "status_class",
+    "write_control",
+]

@@ -1,0 +1,42 @@
+"""What the spider tells the JobControl extension about the job it runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from urlcheck.jobs.counts import Counts
+
+if TYPE_CHECKING:
+    from urlcheck.jobs.lock import JobLock
+
+PausedHosts = Callable[[], list[tuple[str, int, float]]]
+
+
+def no_paused_hosts() -> list[tuple[str, int, float]]:
+    return []
+
+
+@dataclass
+class JobContext:
+    """Set as ``spider.job_context`` before the spider's first request.
+
+    ``done_rows`` and ``counts`` start from the results scan; the extension then adds each
+    scraped item. ``total_rows`` may be raised later if the spider learns it late.
+    ``paused_hosts`` returns ``(host, attempt, seconds_left)`` for each host in back-off.
+    ``lock``, if given, is released by the extension after its last write of meta.json.
+    """
+
+    jobdir: Path
+    results_path: Path
+    input_path: Path
+    input_checksum: str
+    total_rows: int
+    done_rows: int
+    counts: Counts = field(default_factory=Counts)
+    user_agent: str = ""
+    shaping_settings: dict[str, object] = field(default_factory=dict)
+    paused_hosts: PausedHosts = no_paused_hosts
+    lock: JobLock | None = None

@@ -1,0 +1,71 @@
+"""Per-job tallies of results by status class and by verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+STATUS_CLASSES: tuple[str, ...] = ("2xx", "3xx", "4xx", "5xx", "other", "error")
+VERDICTS: tuple[str, ...] = ("pass", "fail", "none")
+
+
+def status_class(final_status: int | None) -> str:
+    """The class a result is counted under.
+
+    ``error`` means the chain did not end in a response (network error, loop, bad location, too
+    many hops): results.jsonl has ``final_status: null`` exactly then. Codes outside 200-599
+    (LinkedIn's 999, a stray 1xx) are ``other`` rather than being passed off as errors.
+    """
+    if final_status is None:
+        return "error"
+    if 200 <= final_status <= 599:
+        return f"{final_status // 100}xx"
+    return "other"
+
+
+def verdict_key(verdict: str | None) -> str:
+    return "none" if verdict is None else verdict
+
+
+def _zeros(keys: tuple[str, ...]) -> dict[str, int]:
+    return dict.fromkeys(keys, 0)
+
+
+@dataclass
+class Counts:
+    by_status: dict[str, int] = field(default_factory=lambda: _zeros(STATUS_CLASSES))
+    by_verdict: dict[str, int] = field(default_factory=lambda: _zeros(VERDICTS))
+
+    def add(self, final_status: int | None, verdict: str | None) -> None:
+        self.add_status(final_status)
+        self.add_verdict(verdict)
+
+    def add_status(self, final_status: int | None, n: int = 1) -> None:
+        key = status_class(final_status)
+        self.by_status[key] = self.by_status.get(key, 0) + n
+
+    def add_verdict(self, verdict: str | None, n: int = 1) -> None:
+        key = verdict_key(verdict)
+        self.by_verdict[key] = self.by_verdict.get(key, 0) + n
+
+    def total(self) -> int:
+        return sum(self.by_status.values())
+
+    def copy(self) -> Counts:
+        return Counts(dict(self.by_status), dict(self.by_verdict))
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        return {"status": dict(self.by_status), "verdict": dict(self.by_verdict)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> Counts:
+        counts = cls()
+        for name, target in (("status", counts.by_status), ("verdict", counts.by_verdict)):
+            part = data.get(name, {})
+            if not isinstance(part, Mapping):
+                raise ValueError(f"counts.{name} must be an object")
+            for key, value in part.items():
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise ValueError(f"counts.{name}.{key} must be a non-negative integer")
+                target[str(key)] = value
+        return counts

@@ -1,0 +1,320 @@
+"""Which rows are done, derived from results.jsonl: the job's only source of truth.
+
+Scrapy's request queue and ``requests.seen`` are not crash-safe (a SIGKILL lost 101 of 200 URLs in
+the measurements behind docs/jobs.md), so a resumed job reads its results file instead and
+repairs what a crash can leave behind: a torn last line. It must stay cheap for a
+1,000,000-row job: rows are a bitmap (125 KB per million rows) and lines are read with a bytes
+regex keyed on the pipeline's fixed field order, never ``json.loads`` for every line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from urlcheck.jobs.counts import Counts
+from urlcheck.jobs.files import fsync_dir
+
+logger = logging.getLogger(__name__)
+
+# A row number beyond this is taken for corruption rather than allocating a huge bitmap.
+DEFAULT_MAX_ROW = 100_000_000
+
+
+class DoneRows:
+    """A growable bitmap of 1-based row numbers."""
+
+    __slots__ = ("_bits", "_count", "max_row")
+
+    def __init__(self, max_row: int = DEFAULT_MAX_ROW) -> None:
+        self._bits = bytearray()
+        self._count = 0
+        self.max_row = max_row
+
+    def add(self, row: int) -> bool:
+        """Mark ``row`` done; False when it already was."""
+        if not 1 <= row <= self.max_row:
+            raise ValueError(f"row {row} is outside 1..{self.max_row}")
+        self.reserve(row)
+        index, mask = row >> 3, 1 << (row & 7)
+        bits = self._bits
+        if bits[index] & mask:
+            return False
+        bits[index] |= mask
+        self._count += 1
+        return True
+
+    def reserve(self, row: int) -> None:
+        """Make room for ``row`` (in place: the bytearray object stays the same)."""
+        index, bits = row >> 3, self._bits
+        if index >= len(bits):
+            bits.extend(bytes(max(index + 1, 2 * len(bits), 1024) - len(bits)))
+
+    def __contains__(self, row: object) -> bool:
+        if not isinstance(row, int) or row < 1:
+            return False
+        index = row >> 3
+        return index < len(self._bits) and bool(self._bits[index] & (1 << (row & 7)))
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[int]:
+        for index, byte in enumerate(self._bits):
+            if byte:
+                base = index << 3
+                for bit in range(8):
+                    if byte & (1 << bit):
+                        yield base + bit
+
+    def missing(self, total_rows: int) -> Iterator[int]:
+        """Rows 1..total_rows not done yet, ascending."""
+        bits, size = self._bits, len(self._bits)
+        for row in range(1, total_rows + 1):
+            index = row >> 3
+            if index >= size or not bits[index] & (1 << (row & 7)):
+                yield row
+
+    def nbytes(self) -> int:
+        return len(self._bits)
+
+
+@dataclass
+class ResultsScan:
+    path: Path
+    done: DoneRows
+    counts: Counts = field(default_factory=Counts)
+    lines: int = 0  # good lines kept
+    repaired_bytes: int = 0  # bytes of a torn last line cut off
+    duplicates: int = 0  # lines dropped because their row already had a line
+    malformed: int = 0  # lines dropped because they could not be read
+    dropped_to: Path | None = None  # where dropped lines and torn bytes were saved
+
+
+# The pipeline writes json.dumps(result, ensure_ascii=False): "row" first, then the scalar fields
+# up to "final_status", then "chain", ..., "verdict", ..., "input". Inside a JSON string a quote is
+# always escaped, so `, "key": ` with a bare quote is structure, never text. The first
+# `, "final_status": ` / `, "verdict": ` is the top-level one: the chain's hop objects use neither
+# key and the free-form "input" object comes after "verdict". A second `{"row": ` means two lines
+# ran together (a torn line followed by an append): such lines take the slow path.
+_ROW = re.compile(rb'\{"row": (0|[1-9][0-9]{0,11}), "')
+_FINAL = re.compile(rb', "final_status": (null|[0-9]{1,6})[,}]')
+_VERDICT = re.compile(rb', "verdict": (null|"pass"|"fail")[,}]')
+_ROW_KEY = b'{"row": '
+_LINE_END = b"}\n"
+_MAX_LOGGED = 10
+_CHUNK = 1 << 20
+
+
+def _read_line(line: bytes) -> tuple[int, bytes | int | None, bytes | str | None, str]:
+    """(row, final_status, verdict, problem); the values stay raw bytes on the fast path."""
+    m = _ROW.match(line)
+    if m is not None and line.endswith(_LINE_END) and line.find(_ROW_KEY, 1) < 0:
+        fm = _FINAL.search(line, m.end())
+        if fm is not None:
+            vm = _VERDICT.search(line, fm.end())
+            if vm is not None:
+                return int(m.group(1)), fm.group(1), vm.group(1), ""
+    parsed = _slow_parse(line)
+    if parsed is None:
+        return 0, None, None, "malformed line"
+    row, final, verdict = parsed
+    return row, final, verdict, ""
+
+
+def _slow_parse(line: bytes) -> tuple[int, int | None, str | None] | None:
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    row = data.get("row")
+    if not isinstance(row, int) or isinstance(row, bool):
+        return None
+    final = data["final_status"] if "final_status" in data else data.get("status")
+    if final is not None and (not isinstance(final, int) or isinstance(final, bool)):
+        return None
+    verdict = data.get("verdict")
+    if verdict is not None and not isinstance(verdict, str):
+        return None
+    return row, final, verdict
+
+
+class _Rewriter:
+    """Writes the kept lines to a temporary file that replaces the original atomically."""
+
+    def __init__(self, path: Path, prefix_len: int) -> None:
+        self.path = path
+        self.tmp = path.with_name(f".{path.name}.repair-{os.getpid()}.tmp")
+        self.out: BinaryIO = self.tmp.open("wb")
+        with path.open("rb") as src:
+            remaining = prefix_len
+            while remaining:
+                chunk = src.read(min(_CHUNK, remaining))
+                if not chunk:
+                    raise OSError(f"{path} shrank while being repaired")
+                self.out.write(chunk)
+                remaining -= len(chunk)
+
+    def commit(self) -> None:
+        self.out.flush()
+        os.fsync(self.out.fileno())
+        self.out.close()
+        self.tmp.replace(self.path)
+        fsync_dir(self.path.parent)
+
+    def abort(self) -> None:
+        self.out.close()
+        self.tmp.unlink(missing_ok=True)
+
+
+def dropped_path(results_path: Path) -> Path:
+    return results_path.with_name(results_path.name + ".dropped")
+
+
+def scan_results(
+    path: Path | str, *, max_row: int | None = None, repair: bool = True
+) -> ResultsScan:
+    """Read results.jsonl: which rows are done, their counts, and what had to be repaired.
+
+    With ``repair`` (the default) the file is fixed so that every row has exactly one readable
+    line: a torn last line (no newline) is cut off; unreadable lines, rows out of range and
+    repeated rows (the first line wins) are removed by an atomic rewrite. Everything removed is
+    appended to ``<name>.dropped`` next to the file. Call it only while holding the job lock and
+    before anything opens the results file for appending. A missing file is an empty scan.
+    """
+    path = Path(path)
+    limit = max_row if max_row is not None else DEFAULT_MAX_ROW
+    scan = ResultsScan(path=path, done=DoneRows(limit))
+    try:
+        src = path.open("rb", buffering=_CHUNK)
+    except FileNotFoundError:
+        return scan
+    # (final_status, verdict) -> lines; raw bytes from the fast path, values from the slow one
+    pairs: dict[tuple[bytes | int | None, bytes | str | None], int] = {}
+    writer: _Rewriter | None = None
+    side: BinaryIO | None = None
+    torn_at: int | None = None
+    done = scan.done
+    bits = done._bits  # extended in place, so this stays the bitmap
+    row_match, final_search, verdict_search = _ROW.match, _FINAL.search, _VERDICT.search
+
+    def drop(data: bytes) -> None:
+        nonlocal side
+        if side is None:
+            scan.dropped_to = dropped_path(path)
+            side = scan.dropped_to.open("ab")
+        side.write(data)
+
+    try:
+        with src:
+            offset = lineno = 0
+            for line in src:
+                lineno += 1
+                start = offset
+                offset += len(line)
+                # The fast path, inlined: this loop runs once per row of a million-row job.
+                m = row_match(line)
+                if m is not None and line[-2:] == _LINE_END and line.find(_ROW_KEY, 1) < 0:
+                    fm = final_search(line, m.end())
+                    vm = verdict_search(line, fm.end()) if fm is not None else None
+                    if fm is not None and vm is not None:
+                        row = int(m[1])
+                        index, mask = row >> 3, 1 << (row & 7)
+                        if 1 <= row <= limit and index < len(bits) and not bits[index] & mask:
+                            bits[index] |= mask
+                            key = (fm[1], vm[1])
+                            pairs[key] = pairs.get(key, 0) + 1
+                            if writer is not None:
+                                writer.out.write(line)
+                            continue
+                if not line.endswith(b"\n"):
+                    torn_at = start  # only the last line can lack its newline
+                    scan.repaired_bytes = len(line)
+                    if repair:
+                        drop(line + b"\n")
+                    break
+                row, final, verdict, problem = _read_line(line)
+                duplicate = False
+                if not problem:
+                    if not 1 <= row <= limit:
+                        problem = f"row {row} outside 1..{limit}"
+                    elif row in done:
+                        duplicate = True
+                        problem = f"duplicate of row {row} (the first line is kept)"
+                if problem:
+                    if duplicate:
+                        scan.duplicates += 1
+                    else:
+                        scan.malformed += 1
+                    if scan.duplicates + scan.malformed <= _MAX_LOGGED:
+                        logger.warning("%s line %d dropped: %s", path, lineno, problem)
+                    if repair:
+                        if writer is None:
+                            writer = _Rewriter(path, start)
+                        drop(line)
+                    continue
+                done.reserve(row)
+                bits[row >> 3] |= 1 << (row & 7)
+                key = (final, verdict)
+                pairs[key] = pairs.get(key, 0) + 1
+                if writer is not None:
+                    writer.out.write(line)
+        if scan.duplicates + scan.malformed > _MAX_LOGGED:
+            logger.warning(
+                "%s: %d malformed and %d duplicate lines in all",
+                path,
+                scan.malformed,
+                scan.duplicates,
+            )
+        if torn_at is not None:
+            logger.warning(
+                "%s ends with a torn line left by a crash: %d bytes without a newline%s",
+                path,
+                scan.repaired_bytes,
+                f" cut off (saved to {scan.dropped_to})" if repair else "",
+            )
+        if side is not None:
+            side.flush()
+            os.fsync(side.fileno())
+        if writer is not None:
+            writer.commit()
+            writer = None
+        elif repair and torn_at is not None:
+            os.truncate(path, torn_at)
+    finally:
+        if side is not None:
+            side.close()
+        if writer is not None:
+            writer.abort()
+    scan.lines = sum(pairs.values())
+    done._count = scan.lines
+    scan.counts = _counts(pairs)
+    return scan
+
+
+def _counts(pairs: dict[tuple[bytes | int | None, bytes | str | None], int]) -> Counts:
+    counts = Counts()
+    for (raw_final, raw_verdict), n in pairs.items():
+        counts.add_status(_final_value(raw_final), n)
+        counts.add_verdict(_verdict_value(raw_verdict), n)
+    return counts
+
+
+def _final_value(raw: bytes | int | None) -> int | None:
+    if isinstance(raw, bytes):
+        return None if raw == b"null" else int(raw)
+    return raw
+
+
+def _verdict_value(raw: bytes | str | None) -> str | None:
+    if isinstance(raw, bytes):
+        return None if raw == b"null" else raw[1:-1].decode("ascii")
+    return raw

@@ -1,0 +1,273 @@
+"""The job directory's own files: meta.json (what the job is and how far it got) and
+control.json (requests from ``scrapy job pause|resume|cancel``).
+
+Both are replaced atomically (temporary file in the same directory, fsync, rename, fsync of the
+directory), so a reader or a crash never sees half a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Self
+
+from urlcheck.jobs.counts import Counts
+from urlcheck.jobs.errors import JobFileError
+
+META_FILE = "meta.json"
+CONTROL_FILE = "control.json"
+RESULTS_FILE = "results.jsonl"
+META_VERSION = 1
+
+Clock = Callable[[], float]
+
+
+def utc_iso(seconds: float) -> str:
+    """ISO 8601 UTC with milliseconds and a ``Z``, like results.jsonl's ``checked_at``."""
+    stamp = datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
+
+
+def parse_utc_iso(text: str) -> float:
+    """Seconds since the epoch; raises ValueError for anything but a zoned ISO 8601 time."""
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        raise ValueError(f"{text!r} has no time zone")
+    return parsed.timestamp()
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    """Replace ``path`` with ``data`` as JSON so that readers see the old or the new file."""
+    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def read_json(path: Path) -> Any | None:
+    """The parsed file, or None when it does not exist."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise JobFileError(f"cannot read {path}: {exc}") from exc
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise JobFileError(f"{path} is not valid JSON: {exc}") from exc
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as src:
+        while chunk := src.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class JobState(StrEnum):
+    PENDING = "pending"
+    PROCESSING = "processing"
+    PAUSED = "paused"
+    DONE = "done"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        """Done and cancelled jobs are not resumed: running them again starts a fresh run."""
+        return self in (JobState.DONE, JobState.CANCELLED)
+
+
+@dataclass(frozen=True)
+class BackoffHost:
+    host: str
+    attempt: int
+    seconds_left: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"host": self.host, "attempt": self.attempt, "seconds_left": self.seconds_left}
+
+
+def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{key} must be a string or null")
+    return value
+
+
+def _int(data: Mapping[str, Any], key: str) -> int:
+    value = data.get(key, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{key} must be a non-negative integer")
+    return value
+
+
+@dataclass
+class JobMeta:
+    """meta.json. Times are ISO 8601 UTC strings; ``rate`` is rows per minute over the current
+    run. Field meanings: docs/jobs.md."""
+
+    state: JobState = JobState.PENDING
+    total_rows: int = 0
+    done_rows: int = 0
+    counts: Counts = field(default_factory=Counts)
+    created_at: str | None = None
+    started_at: str | None = None
+    updated_at: str | None = None
+    finished_at: str | None = None
+    last_activity_at: str | None = None
+    finish_reason: str | None = None
+    input_path: str = ""
+    input_sha256: str = ""
+    user_agent: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+    results_path: str = ""
+    rate: float | None = None
+    backoff_hosts: list[BackoffHost] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": META_VERSION,
+            "state": self.state.value,
+            "total_rows": self.total_rows,
+            "done_rows": self.done_rows,
+            "counts": self.counts.to_dict(),
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "updated_at": self.updated_at,
+            "finished_at": self.finished_at,
+            "last_activity_at": self.last_activity_at,
+            "finish_reason": self.finish_reason,
+            "input_path": self.input_path,
+            "input_sha256": self.input_sha256,
+            "user_agent": self.user_agent,
+            "settings": self.settings,
+            "results_path": self.results_path,
+            "rate": self.rate,
+            "backoff_hosts": [host.to_dict() for host in self.backoff_hosts],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Self:
+        """Unknown keys are ignored and missing ones take their defaults; wrong types raise."""
+        if not isinstance(data, Mapping):
+            raise ValueError("meta must be a JSON object")
+        rate = data.get("rate")
+        if rate is not None and (not isinstance(rate, int | float) or isinstance(rate, bool)):
+            raise ValueError("rate must be a number or null")
+        settings = data.get("settings", {})
+        if not isinstance(settings, Mapping):
+            raise ValueError("settings must be an object")
+        hosts = data.get("backoff_hosts", [])
+        if not isinstance(hosts, list):
+            raise ValueError("backoff_hosts must be a list")
+        counts = data.get("counts", {})
+        if not isinstance(counts, Mapping):
+            raise ValueError("counts must be an object")
+        return cls(
+            state=JobState(data.get("state", JobState.PENDING.value)),
+            total_rows=_int(data, "total_rows"),
+            done_rows=_int(data, "done_rows"),
+            counts=Counts.from_dict(counts),
+            created_at=_opt_str(data, "created_at"),
+            started_at=_opt_str(data, "started_at"),
+            updated_at=_opt_str(data, "updated_at"),
+            finished_at=_opt_str(data, "finished_at"),
+            last_activity_at=_opt_str(data, "last_activity_at"),
+            finish_reason=_opt_str(data, "finish_reason"),
+            input_path=_opt_str(data, "input_path") or "",
+            input_sha256=_opt_str(data, "input_sha256") or "",
+            user_agent=_opt_str(data, "user_agent") or "",
+            settings=dict(settings),
+            results_path=_opt_str(data, "results_path") or "",
+            rate=None if rate is None else float(rate),
+            backoff_hosts=[
+                BackoffHost(str(h["host"]), int(h["attempt"]), float(h["seconds_left"]))
+                for h in hosts
+            ],
+        )
+
+    @classmethod
+    def load(cls, jobdir: Path) -> Self | None:
+        """The job's meta.json, or None when there is none."""
+        path = jobdir / META_FILE
+        data = read_json(path)
+        if data is None:
+            return None
+        try:
+            return cls.from_dict(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise JobFileError(f"{path} is not a urlcheck job file: {exc}") from exc
+
+    def save(self, jobdir: Path) -> None:
+        atomic_write_json(jobdir / META_FILE, self.to_dict())
+
+
+class ControlAction(StrEnum):
+    PAUSE = "pause"
+    RESUME = "resume"
+    CANCEL = "cancel"
+
+
+@dataclass(frozen=True)
+class Control:
+    """control.json. A running crawl acts on each new ``seq`` once."""
+
+    action: ControlAction
+    at: str
+    seq: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": self.action.value, "at": self.at, "seq": self.seq}
+
+    @classmethod
+    def load(cls, jobdir: Path) -> Self | None:
+        path = jobdir / CONTROL_FILE
+        data = read_json(path)
+        if data is None:
+            return None
+        try:
+            seq = data["seq"]
+            if not isinstance(seq, int) or isinstance(seq, bool):
+                raise ValueError("seq must be an integer")
+            at = data["at"]
+            if not isinstance(at, str):
+                raise ValueError("at must be a string")
+            return cls(ControlAction(data["action"]), at, seq)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise JobFileError(f"{path} is not a urlcheck control file: {exc}") from exc
+
+
+def write_control(jobdir: Path, action: ControlAction, *, clock: Clock = time.time) -> Control:
+    """Write a new request for the running crawl; its ``seq`` follows the previous one's."""
+    try:
+        previous = Control.load(jobdir)
+    except JobFileError:
+        previous = None  # a broken file is replaced, not fatal
+    control = Control(action, utc_iso(clock()), (previous.seq if previous else 0) + 1)
+    atomic_write_json(jobdir / CONTROL_FILE, control.to_dict())
+    return control

@@ -1,0 +1,191 @@
+"""Before a run: decide between a new job, a resume and a fresh run, and read what is done.
+
+- No meta.json: a new job (results.jsonl, if someone left one there, still counts as done).
+- An unfinished job (pending, processing, paused; also after a crash): resumed, but only with
+  the CSV it was started with (same sha256), else :class:`InputMismatchError` before anything
+  is touched.
+- A done or cancelled job: a fresh run. The previous results.jsonl and meta.json are kept under
+  a timestamped name so runs can be compared.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from urlcheck.jobs.context import JobContext, PausedHosts, no_paused_hosts
+from urlcheck.jobs.done import ResultsScan, dropped_path, scan_results
+from urlcheck.jobs.errors import InputMismatchError
+from urlcheck.jobs.files import (
+    META_FILE,
+    RESULTS_FILE,
+    Clock,
+    JobMeta,
+    parse_utc_iso,
+    sha256_file,
+    utc_iso,
+)
+
+if TYPE_CHECKING:
+    from urlcheck.jobs.lock import JobLock
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PreparedJob:
+    jobdir: Path
+    results_path: Path
+    input_path: Path
+    input_checksum: str
+    meta: JobMeta
+    scan: ResultsScan
+    fresh: bool  # a new job or a new run of a finished one, as opposed to a resume
+    archived: list[Path] = field(default_factory=list)  # previous run's files, renamed
+
+    def context(
+        self,
+        *,
+        total_rows: int,
+        user_agent: str = "",
+        shaping_settings: dict[str, object] | None = None,
+        paused_hosts: PausedHosts = no_paused_hosts,
+        lock: JobLock | None = None,
+    ) -> JobContext:
+        """The JobContext for the spider, starting from what the scan found done."""
+        return JobContext(
+            jobdir=self.jobdir,
+            results_path=self.results_path,
+            input_path=self.input_path,
+            input_checksum=self.input_checksum,
+            total_rows=total_rows,
+            done_rows=len(self.scan.done),
+            counts=self.scan.counts.copy(),
+            user_agent=user_agent,
+            shaping_settings=dict(shaping_settings or {}),
+            paused_hosts=paused_hosts,
+            lock=lock,
+        )
+
+
+def check_input(jobdir: Path, input_path: Path) -> tuple[JobMeta | None, str]:
+    """The job's meta (None for a new job) and the CSV's sha256; raises InputMismatchError
+    when an unfinished job was started with different content. Reads only."""
+    meta = JobMeta.load(jobdir) if (jobdir / META_FILE).exists() else None
+    checksum = sha256_file(input_path)
+    if (
+        meta is not None
+        and not meta.state.terminal
+        and meta.input_sha256
+        and meta.input_sha256 != checksum
+    ):
+        raise InputMismatchError(jobdir, input_path, meta.input_sha256, checksum)
+    return meta, checksum
+
+
+def _stamp(meta: JobMeta, now: float) -> str:
+    when = now
+    for candidate in (meta.finished_at, meta.updated_at):
+        if candidate:
+            try:
+                when = parse_utc_iso(candidate)
+                break
+            except ValueError:
+                continue
+    return datetime.fromtimestamp(when, UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _free_name(path: Path, stamp: str) -> Path:
+    """``results.jsonl`` -> ``results.<stamp>.jsonl`` (``-1``, ``-2``... if taken)."""
+    name, tail = path.name, ""
+    if name.endswith(".dropped"):
+        name, tail = name[: -len(".dropped")], ".dropped"
+    stem, dot, ext = name.rpartition(".")
+    base, suffix = (stem, f".{ext}") if dot and stem else (name, "")
+    candidate = path.with_name(f"{base}.{stamp}{suffix}{tail}")
+    n = 1
+    while candidate.exists():
+        candidate = path.with_name(f"{base}.{stamp}-{n}{suffix}{tail}")
+        n += 1
+    return candidate
+
+
+def archive_run(jobdir: Path, results_path: Path, meta: JobMeta, now: float) -> list[Path]:
+    """Rename the finished run's results (and meta.json) aside with a UTC timestamp."""
+    stamp = _stamp(meta, now)
+    moved = []
+    for path in (results_path, dropped_path(results_path), jobdir / META_FILE):
+        if path.exists():
+            target = _free_name(path, stamp)
+            path.rename(target)
+            moved.append(target)
+    return moved
+
+
+def prepare_job(
+    jobdir: Path | str,
+    input_path: Path | str,
+    results_path: Path | str | None = None,
+    *,
+    max_row: int | None = None,
+    clock: Clock = time.time,
+) -> PreparedJob:
+    """Get the job directory ready for a run and return what is already done.
+
+    The caller must hold the job's :class:`~urlcheck.jobs.lock.JobLock`, and nothing may have
+    opened the results file for appending yet (the scan may rewrite it). ``max_row``, when the
+    CSV's row count is known, makes lines with larger row numbers count as malformed.
+    """
+    jobdir, input_path = Path(jobdir), Path(input_path).resolve()
+    results = Path(results_path) if results_path is not None else jobdir / RESULTS_FILE
+    jobdir.mkdir(parents=True, exist_ok=True)
+    previous, checksum = check_input(jobdir, input_path)
+    now = clock()
+    archived: list[Path] = []
+    if previous is not None and previous.state.terminal:
+        archived = archive_run(jobdir, results, previous, now)
+        logger.info(
+            "Job %s was %s: starting a fresh run; the previous run is kept as %s",
+            jobdir,
+            previous.state.value,
+            ", ".join(p.name for p in archived),
+        )
+        previous = None
+    fresh = previous is None
+    scan = scan_results(results, max_row=max_row)
+    if fresh:
+        if len(scan.done):
+            logger.warning(
+                "%s has no %s but %s holds %d results: taking those rows as done",
+                jobdir,
+                META_FILE,
+                results,
+                len(scan.done),
+            )
+        meta = JobMeta(created_at=utc_iso(now))
+    else:
+        assert previous is not None
+        meta = previous
+    meta.input_path = str(input_path)
+    meta.input_sha256 = checksum
+    meta.results_path = str(results.resolve())
+    meta.done_rows = len(scan.done)
+    meta.counts = scan.counts.copy()
+    meta.updated_at = utc_iso(now)
+    meta.save(jobdir)
+    if not fresh:
+        logger.info("Resuming job %s: %d rows already done (%s)", jobdir, meta.done_rows, results)
+    return PreparedJob(
+        jobdir=jobdir,
+        results_path=results,
+        input_path=input_path,
+        input_checksum=checksum,
+        meta=meta,
+        scan=scan,
+        fresh=fresh,
+        archived=archived,
+    )

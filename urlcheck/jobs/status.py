@@ -1,0 +1,188 @@
+"""What ``scrapy job status`` shows, derived from meta.json and a clock.
+
+``stuck`` is derived here and never stored: a job is stuck when it says ``processing`` but has
+shown no activity for :data:`STUCK_AFTER_SECONDS`. The crawl's heartbeat refreshes
+``last_activity_at`` at least every 30 s while requests complete or a host is in back-off, so a
+long back-off never reads as stuck; a crashed or hung crawl does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from urlcheck.jobs.counts import Counts
+from urlcheck.jobs.files import BackoffHost, JobMeta, JobState, parse_utc_iso
+
+STUCK_AFTER_SECONDS = 180.0
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    jobdir: str
+    state: JobState
+    stuck: bool
+    done_rows: int
+    total_rows: int
+    percent: float | None
+    rate: float | None  # rows per minute over the current run
+    eta_seconds: float | None
+    last_activity_at: str | None
+    seconds_since_activity: float | None
+    holder_pid: int | None  # pid holding the job lock (0: unknown pid), None: no crawl running
+    backoff_hosts: list[BackoffHost] = field(default_factory=list)
+    counts: Counts = field(default_factory=Counts)
+    created_at: str | None = None
+    started_at: str | None = None
+    updated_at: str | None = None
+    finished_at: str | None = None
+    finish_reason: str | None = None
+    input_path: str = ""
+    results_path: str = ""
+
+    @property
+    def running(self) -> bool:
+        return self.holder_pid is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "jobdir": self.jobdir,
+            "state": self.state.value,
+            "stuck": self.stuck,
+            "running": self.running,
+            "pid": self.holder_pid or None,
+            "done_rows": self.done_rows,
+            "total_rows": self.total_rows,
+            "percent": self.percent,
+            "rate": self.rate,
+            "eta_seconds": self.eta_seconds,
+            "last_activity_at": self.last_activity_at,
+            "seconds_since_activity": self.seconds_since_activity,
+            "backoff_hosts": [host.to_dict() for host in self.backoff_hosts],
+            "counts": self.counts.to_dict(),
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "updated_at": self.updated_at,
+            "finished_at": self.finished_at,
+            "finish_reason": self.finish_reason,
+            "input_path": self.input_path,
+            "results_path": self.results_path,
+        }
+
+
+def _seconds_since(stamp: str | None, now: float) -> float | None:
+    if stamp is None:
+        return None
+    try:
+        return max(0.0, now - parse_utc_iso(stamp))
+    except ValueError:
+        return None
+
+
+def derive_status(
+    meta: JobMeta,
+    *,
+    now: float,
+    jobdir: Path | str = "",
+    holder_pid: int | None = None,
+    stuck_after: float = STUCK_AFTER_SECONDS,
+) -> JobStatus:
+    """The status shown to users at time ``now`` (seconds since the epoch)."""
+    activity = meta.last_activity_at or meta.started_at or meta.updated_at
+    since = _seconds_since(activity, now)
+    stuck = meta.state is JobState.PROCESSING and (since is None or since > stuck_after)
+    total, done = meta.total_rows, min(meta.done_rows, meta.total_rows or meta.done_rows)
+    percent = round(100.0 * done / total, 1) if total else None
+    eta = None
+    if meta.state is JobState.PROCESSING and meta.rate and total > done:
+        eta = round((total - done) / meta.rate * 60.0, 1)
+    return JobStatus(
+        jobdir=str(jobdir),
+        state=meta.state,
+        stuck=stuck,
+        done_rows=meta.done_rows,
+        total_rows=total,
+        percent=percent,
+        rate=meta.rate,
+        eta_seconds=eta,
+        last_activity_at=meta.last_activity_at,
+        seconds_since_activity=None if since is None else round(since, 1),
+        holder_pid=holder_pid,
+        backoff_hosts=list(meta.backoff_hosts),
+        counts=meta.counts.copy(),
+        created_at=meta.created_at,
+        started_at=meta.started_at,
+        updated_at=meta.updated_at,
+        finished_at=meta.finished_at,
+        finish_reason=meta.finish_reason,
+        input_path=meta.input_path,
+        results_path=meta.results_path,
+    )
+
+
+def _tally(values: dict[str, int]) -> str:
+    return ", ".join(f"{key} {value:,}" for key, value in values.items())
+
+
+def format_status(status: JobStatus) -> str:
+    """A short human summary, one fact per line."""
+    head = f"job {status.jobdir}: {status.state.value}"
+    if status.stuck:
+        quiet = status.seconds_since_activity
+        head += (
+            f"  STUCK: no activity for {format_duration(quiet)}"
+            if quiet is not None
+            else "  STUCK: no activity recorded"
+        )
+    lines = [head]
+    if status.total_rows:
+        lines.append(
+            f"  rows:          {status.done_rows:,} / {status.total_rows:,} ({status.percent}%)"
+        )
+    else:
+        lines.append(f"  rows:          {status.done_rows:,} done (total not known yet)")
+    if status.state is JobState.PROCESSING:
+        rate = "-" if status.rate is None else f"{status.rate:,.1f} rows/min"
+        eta = "" if status.eta_seconds is None else f", ETA {format_duration(status.eta_seconds)}"
+        lines.append(f"  rate:          {rate}{eta}")
+    if status.last_activity_at:
+        ago = status.seconds_since_activity
+        suffix = "" if ago is None else f" ({format_duration(ago)} ago)"
+        lines.append(f"  last activity: {status.last_activity_at}{suffix}")
+    if status.holder_pid is None:
+        process = "none running"
+        if status.state is JobState.PROCESSING:
+            process += " (the crawl ended without closing: run it again to resume)"
+    else:
+        process = f"crawl running, pid {status.holder_pid or 'unknown'}"
+    lines.append(f"  process:       {process}")
+    if status.backoff_hosts:
+        hosts = "; ".join(
+            f"{h.host} (attempt {h.attempt}, {format_duration(h.seconds_left)} left)"
+            for h in status.backoff_hosts
+        )
+        lines.append(f"  back-off:      {len(status.backoff_hosts)} host(s): {hosts}")
+    elif status.state is JobState.PROCESSING:
+        lines.append("  back-off:      none")
+    lines.append(f"  status:        {_tally(status.counts.by_status)}")
+    lines.append(f"  verdicts:      {_tally(status.counts.by_verdict)}")
+    if status.finished_at:
+        lines.append(f"  finished:      {status.finished_at} ({status.finish_reason})")
+    elif status.started_at:
+        lines.append(f"  started:       {status.started_at}")
+    return "\n".join(lines)

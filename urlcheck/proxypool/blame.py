@@ -1,0 +1,121 @@
+"""Whose fault is a failure: the proxy's, the site's, or ours?
+
+Outcomes form a proxy x site matrix. A failure counts against a proxy only when it is concentrated
+on that proxy: its cell is red while other proxies, on the same site and in the same stretch of
+time, are green. When most proxies fail on one site, the site is at fault; when failures span the
+proxies and the sites, the fault is on our side (network, probe targets) and quarantines freeze.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from .outcome import FAIL
+
+if TYPE_CHECKING:
+    from .config import PoolConfig
+
+__all__ = ["Verdict", "our_side_reason", "outliers", "site_fault_reason", "site_verdict"]
+
+# (time, proxy id, outcome code), newest last
+SiteEntry = tuple[float, str, int]
+# (proxy id, site, outcome code), newest last
+PoolEntry = tuple[str, str, int]
+
+
+class Verdict(StrEnum):
+    PROXY = "proxy"  # peers succeed where this proxy fails
+    SITE = "site"  # peers fail there too
+    UNKNOWN = "unknown"  # too few peer outcomes in the same stretch of time
+
+
+def site_verdict(
+    entries: Sequence[SiteEntry], proxy_id: str, since: float, cfg: PoolConfig
+) -> Verdict:
+    """Judge a site by what other proxies met there since `since` (the newest outcomes first).
+
+    Only outcomes from the same stretch of time count: a site that went down a minute ago is red
+    for everyone now, even if its older history is green.
+    """
+    seen = fails = 0
+    for index in range(len(entries) - 1, -1, -1):
+        at, who, code = entries[index]
+        if at < since:
+            break
+        if who == proxy_id:
+            continue
+        seen += 1
+        fails += code & FAIL
+        if seen >= cfg.blame_peer_outcomes:
+            break
+    if seen < cfg.blame_min_peer_outcomes:
+        return Verdict.UNKNOWN
+    return Verdict.PROXY if 1.0 - fails / seen >= cfg.blame_peer_green else Verdict.SITE
+
+
+def _failing_share(pairs: Iterable[tuple[str, int]]) -> tuple[int, int]:
+    """(members failing at least half of their outcomes, members) over (member, code) pairs."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for member, code in pairs:
+        slot = counts[member]
+        slot[0] += 1
+        slot[1] += code & FAIL
+    failing = sum(1 for n, f in counts.values() if f * 2 >= n)
+    return failing, len(counts)
+
+
+def site_fault_reason(entries: Sequence[SiteEntry], fails: int, cfg: PoolConfig) -> str | None:
+    """Is the site itself at fault? Most of the proxies that tried it recently failed there."""
+    n = len(entries)
+    if n < cfg.min_outcomes:
+        return None
+    rate = 1.0 - fails / n
+    if rate >= cfg.site_fault_below:
+        return None
+    failing, members = _failing_share((who, code) for _, who, code in entries)
+    if failing < 2 or failing < cfg.site_fault_share * members:
+        return None
+    return f"{failing} of {members} proxies fail here (success {rate:.0%} over {n})"
+
+
+def our_side_reason(entries: Sequence[PoolEntry], fails: int, cfg: PoolConfig) -> str | None:
+    """Is the fault ours? Failures span (nearly) all proxies and all sites at once."""
+    n = len(entries)
+    if n < cfg.min_outcomes:
+        return None
+    rate = 1.0 - fails / n
+    if rate >= cfg.our_side_below:
+        return None
+    bad_proxies, proxies = _failing_share((who, code) for who, _, code in entries)
+    bad_sites, sites = _failing_share((site, code) for _, site, code in entries)
+    if proxies < 2 or sites < 2:
+        return None
+    if bad_proxies < cfg.our_side_share * proxies or bad_sites < cfg.our_side_share * sites:
+        return None
+    return (
+        f"{bad_proxies} of {proxies} proxies fail on {bad_sites} of {sites} sites "
+        f"(success {rate:.0%} over {n})"
+    )
+
+
+def outliers(rates: Sequence[tuple[str, float]], cfg: PoolConfig) -> dict[str, str]:
+    """Envoy's success-rate outlier rule: below mean - factor * stdev across proxies.
+
+    It never fires when many proxies are bad at once (30% at zero success puts the bar below zero),
+    so it only degrades; quarantine comes from the concentrated-failure rules above.
+    """
+    if len(rates) < cfg.outlier_min_hosts:
+        return {}
+    values = [rate for _, rate in rates]
+    mean = math.fsum(values) / len(values)
+    stdev = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+    bar = mean - cfg.outlier_factor * stdev
+    return {
+        proxy_id: f"success {rate:.0%} under pool bar {bar:.0%} (mean {mean:.0%})"
+        for proxy_id, rate in rates
+        if rate < bar
+    }

@@ -1,0 +1,187 @@
+"""Passive health: outcome windows, states, and the rules that move a proxy between them.
+
+Everything here is a pure function of a window, a few numbers and the config, so that the memory
+store can apply it under a lock and a Redis store can apply the same rules inside a Lua script.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from enum import StrEnum
+from itertools import repeat
+from typing import TYPE_CHECKING, NamedTuple
+
+from .outcome import BLOCK, CAPTCHA, FAIL, SOFT, WINDOW_BITS
+
+if TYPE_CHECKING:
+    from .config import PoolConfig
+
+__all__ = ["IN_SERVICE", "State", "Trip", "Window"]
+
+
+class State(StrEnum):
+    HEALTHY = "healthy"
+    DEGRADED = "degraded"  # in service with a lower weight
+    QUARANTINED = "quarantined"  # benched for a back-off, then probed
+    PROBING = "probing"  # half-open: back in service on a ramping share of traffic
+    DEAD = "dead"  # probed only rarely
+
+
+IN_SERVICE = frozenset({State.HEALTHY, State.DEGRADED, State.PROBING})
+
+
+class Window:
+    """The last `size` outcome codes, with running counts, plus a bitmask of recent failures.
+
+    Successes are the common case and carry no information beyond their number, so the codes are
+    only materialised once a non-zero code arrives: a healthy pair costs a few integers.
+    """
+
+    __slots__ = ("_codes", "_mask", "_n", "_size", "blocks", "captchas", "fails", "recent", "softs")
+
+    def __init__(self, size: int, recent: int) -> None:
+        self._size = size
+        self._mask = (1 << recent) - 1
+        self._codes: deque[int] | None = None
+        self._n = 0
+        self.fails = 0
+        self.softs = 0
+        self.captchas = 0
+        self.blocks = 0
+        self.recent = 0  # bit i set: the (i+1)-th most recent outcome failed
+
+    def push(self, code: int) -> None:
+        code &= WINDOW_BITS
+        codes = self._codes
+        if codes is None:
+            if not code:
+                if self._n < self._size:
+                    self._n += 1
+                self.recent = (self.recent << 1) & self._mask
+                return
+            codes = self._codes = deque(repeat(0, self._n), maxlen=self._size)
+        if len(codes) == self._size:
+            old = codes[0]
+            if old:
+                self._count(old, -1)
+        codes.append(code)
+        if code:
+            self._count(code, 1)
+        self.recent = ((self.recent << 1) | (code & FAIL)) & self._mask
+
+    def _count(self, code: int, step: int) -> None:
+        if code & FAIL:
+            self.fails += step
+        if code & SOFT:
+            self.softs += step
+        if code & CAPTCHA:
+            self.captchas += step
+        if code & BLOCK:
+            self.blocks += step
+
+    def reset(self) -> None:
+        self._codes = None
+        self._n = self.fails = self.softs = self.captchas = self.blocks = self.recent = 0
+
+    @property
+    def n(self) -> int:
+        return self._n if self._codes is None else len(self._codes)
+
+    @property
+    def recent_failures(self) -> int:
+        return self.recent.bit_count()
+
+    def success_rate(self, soft_weight: float) -> float:
+        """Share of successes; 1.0 when empty. A soft failure counts as `soft_weight` of one."""
+        n = self.n
+        if not n:
+            return 1.0
+        return 1.0 - (self.fails + soft_weight * self.softs) / n
+
+    def smoothed_success(self, soft_weight: float) -> float:
+        """Success rate with one imagined success, so that 1 failure in 1 is not zero."""
+        n = self.n
+        return 1.0 - (self.fails + soft_weight * self.softs) / (n + 1)
+
+    def rate(self, count: int) -> float:
+        n = self.n
+        return count / n if n else 0.0
+
+
+class Trip(NamedTuple):
+    reason: str
+    sustained: bool  # a rate over min_outcomes, not a short burst
+
+
+def trip(window: Window, cfg: PoolConfig) -> Trip | None:
+    """Has this window crossed the failure threshold? Failure is accumulated, never one error."""
+    n = window.n
+    if n >= cfg.min_outcomes:
+        rate = window.success_rate(cfg.soft_failure_weight)
+        if rate < cfg.quarantine_below:
+            return Trip(f"success {rate:.0%} < {cfg.quarantine_below:.0%} over {n}", True)
+        captcha = window.captchas / n
+        if captcha >= cfg.captcha_quarantine_rate:
+            return Trip(f"captcha rate {captcha:.0%} over {n}", True)
+    failures = window.recent_failures
+    if failures >= cfg.recent_failures:
+        return Trip(f"{failures} failures in the last {cfg.recent_window}", False)
+    return None
+
+
+def degrade_reason(window: Window, cfg: PoolConfig) -> str | None:
+    """The softer rule: a proxy degraded this way keeps traffic, at a lower weight."""
+    n = window.n
+    if n < cfg.min_outcomes:
+        return None
+    rate = window.success_rate(cfg.soft_failure_weight)
+    if rate < cfg.degrade_below:
+        return f"success {rate:.0%} < {cfg.degrade_below:.0%} over {n}"
+    captcha = window.captchas / n
+    if captcha >= cfg.captcha_degrade_rate:
+        return f"captcha rate {captcha:.0%} over {n}"
+    return None
+
+
+def recovered(window: Window, cfg: PoolConfig) -> bool:
+    """Hysteresis: a degraded proxy needs a clearly better record than the one that degraded it."""
+    n = window.n
+    if n < cfg.min_outcomes:
+        return window.fails == 0
+    return (
+        window.success_rate(cfg.soft_failure_weight) >= cfg.recover_above
+        and window.captchas / n < cfg.captcha_degrade_rate / 2
+    )
+
+
+def backoff(level: int, cfg: PoolConfig, rand: float) -> float:
+    """Quarantine length: base * 2**level, capped, then shortened by up to `backoff_jitter`.
+
+    Jitter only shortens, so the cap holds, and proxies benched together come back apart.
+    """
+    raw = min(cfg.backoff_base * 2.0 ** min(level, 64), cfg.backoff_max)
+    return raw * (1.0 - cfg.backoff_jitter * rand)
+
+
+def ramp(ok_since_return: int, cfg: PoolConfig) -> float:
+    """Share of full weight for a half-open proxy: slow start, linear in its successes."""
+    done = min(1.0, ok_since_return / cfg.ramp_requests)
+    return cfg.ramp_start + (1.0 - cfg.ramp_start) * done
+
+
+def success_factor(smoothed: float, cfg: PoolConfig) -> float:
+    return max(cfg.min_weight, smoothed**cfg.weight_exponent)
+
+
+def latency_factor(own: float, pool: float, cfg: PoolConfig) -> float:
+    """A proxy slower than the pool's average loses weight with the square root of the ratio."""
+    if own <= pool or own <= 0.0:
+        return 1.0
+    return max(cfg.latency_weight_floor, (pool / own) ** 0.5)
+
+
+def percentile(sorted_values: list[float], q: float) -> float | None:
+    if not sorted_values:
+        return None
+    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[index]

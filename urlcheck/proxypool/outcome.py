@@ -1,0 +1,76 @@
+"""How a request through a proxy ended, and what that says about the proxy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = ["ErrorKind", "Outcome", "classify"]
+
+
+class ErrorKind(StrEnum):
+    """Why a request got no usable answer from the site."""
+
+    CONNECT = "connect"  # the proxy could not reach the site (CONNECT refused, 502 from the proxy)
+    TIMEOUT = "timeout"
+    TLS = "tls"
+    PROXY_AUTH = "proxy_auth"  # 407: permanent, the proxy goes dead
+    PROXY_UNREACHABLE = "proxy_unreachable"  # the proxy itself refused or did not answer
+    CONNECTION_LOST = "connection_lost"
+    OTHER = "other"
+
+
+# Bits of an outcome code, as windows store them. A Redis store keeps the same small integers.
+FAIL = 1  # counts as a failure of the proxy on this site
+SOFT = 2  # rate limited (429/503): a fraction of a failure, and only for the (proxy, site) pair
+CAPTCHA = 4
+BLOCK = 8
+PROXY_FAULT = 16  # certainly the proxy's fault, whatever other proxies see on the site
+PERMANENT = 32  # no point retrying this proxy: 407
+WINDOW_BITS = FAIL | SOFT | CAPTCHA | BLOCK
+
+_RATE_LIMIT_STATUSES = frozenset({429, 503})
+_PROXY_FAULTS = frozenset({ErrorKind.PROXY_UNREACHABLE, ErrorKind.PROXY_AUTH})
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How one request ended.
+
+    Site answers such as 404, 410, 500 or a plain 403 are successes for the proxy: it did its job.
+    A 429 or 503 (or ``rate_limited=True``) counts softly against the (proxy, site) pair only.
+    ``captcha`` and ``block`` take ``True`` or a kind name (``"recaptcha"``, ``"cloudflare"``).
+    """
+
+    status: int | None = None
+    latency: float | None = None  # seconds
+    error: ErrorKind | None = None
+    captcha: bool | str = False
+    block: bool | str = False
+    rate_limited: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return classify(self) & (FAIL | SOFT) == 0
+
+
+def classify(outcome: Outcome) -> int:
+    """The outcome's code: an OR of the bits above."""
+    error = outcome.error
+    status = outcome.status
+    if error is None and status == 407:
+        error = ErrorKind.PROXY_AUTH
+    code = 0
+    if error is not None:
+        code = FAIL
+        if error in _PROXY_FAULTS:
+            code |= PROXY_FAULT
+            if error is ErrorKind.PROXY_AUTH:
+                code |= PERMANENT
+    if outcome.captcha:
+        code |= FAIL | CAPTCHA
+    if outcome.block:
+        code |= FAIL | BLOCK
+    if not code and (outcome.rate_limited or status in _RATE_LIMIT_STATUSES):
+        code = SOFT
+    return code

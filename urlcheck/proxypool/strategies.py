@@ -1,0 +1,150 @@
+"""How one proxy is chosen among the candidates for a site.
+
+Candidates are the proxies in service. A candidate is usable for a site when it is under its cap
+and its (proxy, site) pair is not benched; its effective weight is its dynamic weight times the
+pair's factor. The weighted pick is O(1) expected (stochastic acceptance), with an exact O(N)
+fallback; the others are O(N) scans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol, TypeVar
+
+from .hashing import rendezvous_score
+
+__all__ = [
+    "Candidate",
+    "PairView",
+    "pick_least_connections",
+    "pick_round_robin",
+    "pick_sticky",
+    "pick_weighted",
+]
+
+_ACCEPT_TRIES = 24
+
+
+class Candidate(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def active(self) -> int: ...
+    @property
+    def cap(self) -> int: ...  # 0: no cap
+    @property
+    def weight(self) -> float: ...  # dynamic: static weight times health factors
+    @property
+    def static_weight(self) -> float: ...
+    @property
+    def node_hash(self) -> int: ...
+
+
+C = TypeVar("C", bound="Candidate")
+
+
+class PairView(Protocol):
+    @property
+    def factor(self) -> float: ...
+    @property
+    def benched_until(self) -> float: ...
+
+
+def effective_weight(c: Candidate, pairs: Mapping[str, PairView], now: float) -> float:
+    """0.0 when the candidate cannot take this lease."""
+    if c.cap and c.active >= c.cap:
+        return 0.0
+    pair = pairs.get(c.id)
+    if pair is None:
+        return c.weight
+    if pair.benched_until > now:
+        return 0.0
+    return c.weight * pair.factor
+
+
+def pick_weighted(
+    cands: Sequence[C],
+    pairs: Mapping[str, PairView],
+    now: float,
+    random: Callable[[], float],
+    max_weight: float,
+) -> C | None:
+    """Random, proportional to effective weight. `max_weight` bounds every weight."""
+    n = len(cands)
+    if not n:
+        return None
+    # Stochastic acceptance: draw uniformly, keep with probability weight / max_weight.
+    for _ in range(_ACCEPT_TRIES):
+        c = cands[int(random() * n)]
+        cap = c.cap
+        if cap and c.active >= cap:
+            continue
+        w = c.weight
+        pair = pairs.get(c.id)
+        if pair is not None:
+            if pair.benched_until > now:
+                continue
+            w *= pair.factor
+        if random() * max_weight < w:
+            return c
+    weights = [effective_weight(c, pairs, now) for c in cands]
+    total = sum(weights)
+    if total <= 0.0:
+        return None
+    point = random() * total
+    chosen = None
+    for c, w in zip(cands, weights, strict=True):
+        if w > 0.0:
+            chosen = c
+            point -= w
+            if point < 0.0:
+                break
+    return chosen
+
+
+def pick_round_robin(
+    cands: Sequence[C], pairs: Mapping[str, PairView], now: float, start: int
+) -> tuple[C | None, int]:
+    """The next usable candidate from position `start`; returns it and the next position."""
+    n = len(cands)
+    for step in range(n):
+        c = cands[(start + step) % n]
+        if effective_weight(c, pairs, now) > 0.0:
+            return c, start + step + 1
+    return None, start
+
+
+def pick_least_connections(
+    cands: Sequence[C], pairs: Mapping[str, PairView], now: float, random: Callable[[], float]
+) -> C | None:
+    """Fewest active leases per unit of static weight; ties go to a random one of them."""
+    n = len(cands)
+    if not n:
+        return None
+    offset = int(random() * n)
+    best: C | None = None
+    best_load = 0.0
+    for step in range(n):
+        c = cands[(offset + step) % n]
+        if effective_weight(c, pairs, now) <= 0.0:
+            continue
+        load = c.active / c.static_weight
+        if best is None or load < best_load:
+            best, best_load = c, load
+    return best
+
+
+def pick_sticky(
+    key_hash: int, cands: Sequence[C], pairs: Mapping[str, PairView], now: float
+) -> C | None:
+    """Rendezvous hashing over usable candidates, by static weight so that health does not move
+    keys: the same key gets the same proxy while that proxy is usable."""
+    best: C | None = None
+    best_score = -1.0
+    for c in cands:
+        if effective_weight(c, pairs, now) <= 0.0:
+            continue
+        score = rendezvous_score(key_hash, c.node_hash, c.static_weight)
+        if score > best_score:
+            best, best_score = c, score
+    return best

@@ -1,0 +1,46 @@
+"""Where a run writes its results, and which rows are already done.
+
+With JOBDIR the job decides (:func:`urlcheck.jobs.prepare.prepare_job`: resume, or a fresh run
+that keeps the previous results under a timestamped name). Without JOBDIR every run is fresh:
+an existing results file is renamed aside, never overwritten.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from urlcheck.jobs.done import DoneRows
+from urlcheck.jobs.prepare import PreparedJob, prepare_job
+from urlcheck.jobs.prepare import _free_name as free_name
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
+
+RESULTS_FILE = "results.jsonl"
+
+
+@dataclass
+class ResultsPlan:
+    path: Path
+    done: DoneRows
+    job: PreparedJob | None = None
+
+
+def plan_results(settings: BaseSettings, out: Path | None, input_path: Path) -> ResultsPlan:
+    jobdir = settings.get("JOBDIR")
+    if jobdir:
+        job = prepare_job(jobdir, input_path, out)
+        return ResultsPlan(job.results_path, job.scan.done, job)
+    path = out or Path(RESULTS_FILE)
+    if path.exists() and path.stat().st_size > 0:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(path.stat().st_mtime))
+        aside = free_name(path, stamp)
+        path.rename(aside)
+        logger.info("%s existed: kept it as %s; this run writes a new %s", path, aside, path)
+    return ResultsPlan(path, DoneRows())

@@ -1,0 +1,77 @@
+"""Scrapy settings of the urlcheck project.
+
+Every default here is a promise to the sites we check: see docs/politeness.md. Each can be
+overridden per run with ``-s NAME=VALUE``. urlcheck's own settings (``URLCHECK_*``) are parsed
+once, validated, into typed configs (:mod:`urlcheck.config`); their defaults live there.
+"""
+
+BOT_NAME = "urlcheck"
+SPIDER_MODULES = ["urlcheck.spiders"]
+NEWSPIDER_MODULE = "urlcheck.spiders"
+COMMANDS_MODULE = "urlcheck.commands"
+
+# --- Politeness (docs/politeness.md) -------------------------------------------------------------
+CONCURRENT_REQUESTS = 5  # in flight overall
+CONCURRENT_REQUESTS_PER_DOMAIN = 1  # in flight per host (download slot = hostname)
+DOWNLOAD_DELAY = 0.3  # seconds between the starts of two requests to one host
+# Scrapy randomises the delay by +-50% by default, which breaks the 300 ms floor.
+DOWNLOAD_DELAY_JITTER = 0
+# AutoThrottle may only raise a slow host's delay: its floor is DOWNLOAD_DELAY.
+AUTOTHROTTLE_ENABLED = True
+AUTOTHROTTLE_START_DELAY = 0.3
+AUTOTHROTTLE_MAX_DELAY = 60
+AUTOTHROTTLE_TARGET_CONCURRENCY = 1.0
+# Pops a host only when it is idle, past its delay and not backing off (no head-of-line blocking).
+SCHEDULER_PRIORITY_QUEUE = "urlcheck.scheduling.PoliteHostQueue"
+# results.jsonl is the job's source of truth; Scrapy's pickled queue and requests.seen are not
+# crash-safe (docs/jobs.md), so the scheduler keeps its (small, lazily fed) queue in memory.
+SCHEDULER = "urlcheck.scheduling.MemoryScheduler"
+DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"  # chains detect their own loops
+
+# --- What reaches the spider ---------------------------------------------------------------------
+# Every hop is its own scheduled request (so it gets its own host's politeness): Scrapy must not
+# follow redirects or meta refreshes itself, and every status is a result.
+REDIRECT_ENABLED = False
+METAREFRESH_ENABLED = False
+HTTPERROR_ALLOW_ALL = True
+# 429/503 are handled by the per-host back-off (urlcheck.middlewares.backoff); 5xx and 4xx are
+# results, not reasons to retry. Network errors get Scrapy's retry, twice.
+RETRY_HTTP_CODES: list[int] = []
+RETRY_TIMES = 2
+DOWNLOAD_TIMEOUT = 20
+# Bodies are cut at URLCHECK_BODY_MAX_BYTES by urlcheck.middlewares.bodycap; no Scrapy-side limit.
+DOWNLOAD_MAXSIZE = 0
+DOWNLOAD_WARNSIZE = 0
+# Only encodings whose decompression we can bound (a gzip bomb must not cost memory).
+DEFAULT_REQUEST_HEADERS = {
+    "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+    "Accept-Language": "en",
+    "Accept-Encoding": "gzip, deflate",
+}
+# A preset (urlcheck, chrome, firefox, safari, googlebot, googlebot-smartphone, bingbot) or any
+# string; it becomes USER_AGENT unless USER_AGENT itself is set with a higher priority.
+URLCHECK_USER_AGENT = "urlcheck"
+# A checker sees each URL as a first-time visitor would: no cookie jar. robots.txt is not
+# consulted because a redirect audit must see what users and search engines are sent, and
+# urlcheck's own politeness is stricter than most crawl-delay rules. Both are settings.
+COOKIES_ENABLED = False
+ROBOTSTXT_OBEY = False
+
+DOWNLOADER_MIDDLEWARES = {
+    # process_request runs in ascending order, process_response in descending order.
+    "urlcheck.middlewares.backoff.HostBackoffMiddleware": 560,
+    "urlcheck.middlewares.bodycap.BodyCapMiddleware": 595,
+}
+ITEM_PIPELINES = {
+    "urlcheck.pipelines.ResultsPipeline": 300,
+}
+EXTENSIONS = {
+    "urlcheck.extensions.summary.Summary": 500,
+    "scrapy.extensions.telnet.TelnetConsole": None,
+}
+
+# --- Feed exports (-o results.csv): flat columns, the chain in one readable cell -----------------
+FEED_EXPORTERS = {"csv": "urlcheck.exporters.SafeCsvItemExporter"}
+FEED_EXPORT_ENCODING = "utf-8"
+
+LOG_LEVEL = "INFO"
