@@ -34,7 +34,7 @@ DELIMITERS = (",", ";", "\t", "|")
 _SAMPLE_BYTES = 64 * 1024  # what the encoding and delimiter are guessed from
 _SAMPLE_LINES = 500
 _HEADER_SAMPLE_ROWS = 50
-_CHUNK = 1024 * 1024  # read size of a full pass
+_CHUNK = 256 * 1024  # read size of a full pass
 _FIRST_READ = 4096  # read_at starts small: it is called once per row, at random places
 # csv's default limit (128 Ki characters) rejects a long cell; no limit at all would let one
 # unterminated quote pull a whole file into memory. Physical lines are capped the same way.
@@ -57,6 +57,7 @@ _MAGIC = (
 # C0 controls other than tab, LF, VT, FF, CR and the DOS end-of-file mark (0x1A).
 _CONTROL_BYTES = bytes([*range(1, 9), 0x0E, 0x0F, *range(0x10, 0x1A), *range(0x1B, 0x20)])
 _CONTROL_CHARS = re.compile("[\x00-\x08\x0e-\x19\x1b-\x1f]")
+_SPACES_THEN_QUOTE = re.compile(' +"')
 _NAME_SEPARATORS = re.compile(r"[\s\-]+")
 _LOOKS_LIKE_URL = re.compile(
     r"""\s*(?:
@@ -138,9 +139,7 @@ class CsvSource:
             raise InputError(f"{self._name}: the file is empty")
         self._check_text(sample)
         self.delimiter, width = _sniff_delimiter(sample, prefer_tab=bool(self._codec))
-        self._skipinitialspace = (
-            re.search(re.escape(self.delimiter) + ' +"', "".join(sample)) is not None
-        )
+        self._skipinitialspace = _spaces_before_quotes(sample, self.delimiter)
         self._blank_bytes = (_WHITESPACE + self.delimiter).encode("ascii")
         with self._open() as f:
             head_records = list(
@@ -186,7 +185,7 @@ class CsvSource:
         """Parse the one record starting at ``offset`` (an offset ``records()`` gave)."""
         if self._handle is None:
             self._handle = self._open()
-        if offset >= self._data_offset:
+        if offset >= self._data_offset and self._line_starts_at(self._handle, offset):
             found = next(
                 self._scan(
                     self._handle,
@@ -204,6 +203,14 @@ class CsvSource:
         raise InputError(
             f"{self._name}: no row starts at byte {offset}; has the file changed since it was read?"
         )
+
+    def _line_starts_at(self, f: io.BufferedReader, offset: int) -> bool:
+        if offset == self._start:
+            return True
+        unit = 2 if self._codec else 1
+        f.seek(offset - unit)
+        before = f.read(unit).decode(self._codec or "latin-1", "replace")
+        return before in ("\n", "\r")
 
     def checksum(self) -> str:
         """SHA-256 (hex) of the file's bytes, read in chunks."""
@@ -303,7 +310,7 @@ class CsvSource:
             raise InputError(f"{self._name}: not a CSV text file, it contains binary data")
 
     def _check_text(self, sample: list[str]) -> None:
-        text = "".join(sample)
+        text = "".join(sample)[:_SAMPLE_BYTES]
         if self._codec and _CONTROL_CHARS.search(text) is not None:
             # UTF-16 that decodes to control characters was not UTF-16 to begin with.
             raise self._unsupported(f"not {self.encoding.upper()} text despite its byte-order mark")
@@ -391,9 +398,10 @@ class CsvSource:
         """Records from ``offset`` on, numbered after ``row``, each built by ``build``.
 
         A line without a quote is a whole record, split here; a line with one goes to the csv
-        module with the lines that follow. A malformed record (a quote left open to the end of
-        the file, a field over the limit) is read from its first line alone, and scanning goes
-        on from the next line, so one bad row never swallows the rest of the file.
+        module with the lines that follow. The csv module runs strict, so that a quote left
+        open stops at the first line that doesn't fit (a lenient reader would run on to the end
+        of the file). A malformed record is read from its first line alone, leniently, and
+        scanning goes on from the next line: one bad row never swallows the rows after it.
         """
         delimiter = self.delimiter
         strip_initial = self._skipinitialspace
@@ -410,7 +418,7 @@ class CsvSource:
                 quotechar='"',
                 doublequote=True,
                 skipinitialspace=strip_initial,
-                strict=False,
+                strict=True,
             )
             restart = False
             for size, raw in lines:
@@ -433,10 +441,13 @@ class CsvSource:
                 try:
                     cells = next(reader, [])
                 except csv.Error as exc:
-                    problem = f"malformed CSV ({exc}); read from its first line only"
-                else:
-                    if feed.eof:
-                        problem = "a quoted field is never closed; read from its first line only"
+                    if feed.offset == offset and not feed.eof:
+                        # A quirk within one line, such as "a"b: read that line leniently.
+                        cells = self._salvage(decode(raw))
+                    else:
+                        problem = _problem(str(exc))
+                if feed.eof:
+                    problem = _UNCLOSED
                 if problem is None:
                     offset = feed.offset
                 else:
@@ -457,7 +468,7 @@ class CsvSource:
                 return
 
     def _salvage(self, line: str) -> list[str]:
-        line = line.rstrip("\r\n").replace("\x00", "")
+        line = line.rstrip("\r\n")
         try:
             return next(
                 csv.reader(
@@ -472,6 +483,15 @@ class CsvSource:
             )
         except csv.Error:
             return line.split(self.delimiter)
+
+
+_UNCLOSED = "a quoted field is never closed; read from its first line only"
+
+
+def _problem(csv_error: str) -> str:
+    if "field limit" in csv_error:
+        return "a field is over the size limit; read from its first line only"
+    return _UNCLOSED  # a quote closed in the wrong place: it was opened by mistake
 
 
 class _Feed:
@@ -563,6 +583,12 @@ def _first_break(chunk: bytes) -> int:
     return i + 2 if chunk[i : i + 2] == b"\r\n" else i + 1
 
 
+def _skipped(name: str, size: int) -> tuple[int, bytes]:
+    # A line this long is no CSV row anyone wrote; it stands in as a blank line of that size.
+    logger.warning("%s: skipped a line of %d bytes (over the line limit)", name, size)
+    return size, b"\n"
+
+
 def _byte_lines(
     f: io.BufferedReader, offset: int, first_read: int, name: str
 ) -> Iterator[tuple[int, bytes]]:
@@ -577,17 +603,21 @@ def _byte_lines(
         read_size = min(read_size * 4, _CHUNK)
         if not chunk:
             if carry:
-                yield len(carry), carry
+                yield _skipped(name, len(carry)) if len(carry) > _MAX_LINE else (len(carry), carry)
             return
         buf = carry + chunk if carry else chunk
         # bytes.splitlines breaks at \n, \r and \r\n only (str.splitlines knows many more).
         lines = buf.splitlines(keepends=True)
         carry = lines.pop()
-        if carry.endswith(b"\n"):  # complete; one ending in \r may continue as \r\n
+        if carry.endswith(b"\n"):  # complete (one ending in \r may go on as \r\n)
             lines.append(carry)
             carry = b""
-        yield from zip(map(len, lines), lines, strict=True)
-        if len(carry) > _MAX_LINE:
+        if lines and max(map(len, lines)) > _MAX_LINE:
+            for line in lines:
+                yield _skipped(name, len(line)) if len(line) > _MAX_LINE else (len(line), line)
+        else:
+            yield from zip(map(len, lines), lines, strict=True)
+        if len(carry) > _MAX_LINE:  # don't hold it: read on to its end
             dropped = len(carry)
             carry = b""
             while chunk := f.read(_CHUNK):
@@ -597,8 +627,7 @@ def _byte_lines(
                     pending = chunk[cut:]
                     break
                 dropped += len(chunk)
-            logger.warning("%s: skipped a line of %d bytes (over the line limit)", name, dropped)
-            yield dropped, b"\n"
+            yield _skipped(name, dropped)
 
 
 def _text_lines(
@@ -613,7 +642,7 @@ def _text_lines(
     decoder = codecs.getincrementaldecoder(codec)("surrogatepass")
     read_size = first_read
     carry = ""
-    dropping = 0
+    dropped = 0  # bytes of an over-long line whose start was not kept
     while True:
         chunk = f.read(read_size)
         read_size = min(read_size * 4, _CHUNK)
@@ -624,39 +653,29 @@ def _text_lines(
         if carry:
             text = carry + text
             carry = ""
-        if not chunk:
-            if dropping:
-                logger.warning(
-                    "%s: skipped a line of %d bytes (over the line limit)", name, dropping
-                )
-                yield dropping + len(text.encode(codec, "surrogatepass")), b"\n"
-            elif text:
-                yield (
-                    len(text.encode(codec, "surrogatepass")),
-                    text.encode("utf-8", "surrogatepass"),
-                )
-            return
         lines: list[str] = []
-        for part in text.splitlines(keepends=True):
-            # str.splitlines also breaks at \v, \f, \x1c-\x1e, \x85, \u2028, \u2029: glue back.
-            if part.endswith(("\n", "\r")):
-                lines.append(carry + part)
-                carry = ""
-            else:
-                carry += part
-        if not carry and lines and lines[-1].endswith("\r"):
-            carry = lines.pop()
+        if not chunk:
+            if text or dropped:
+                lines.append(text)
+        else:
+            for part in text.splitlines(keepends=True):
+                # str.splitlines also breaks at \v, \f, \x1c-\x1e, \x85, \u2028, \u2029: glue.
+                if part.endswith(("\n", "\r")):
+                    lines.append(carry + part)
+                    carry = ""
+                else:
+                    carry += part
         for line in lines:
-            size = len(line.encode(codec, "surrogatepass"))
-            if dropping:
-                size += dropping
-                dropping = 0
-                logger.warning("%s: skipped a line of %d bytes (over the line limit)", name, size)
-                yield size, b"\n"
+            size = len(line.encode(codec, "surrogatepass")) + dropped
+            if size > _MAX_LINE:
+                dropped = 0
+                yield _skipped(name, size)
             else:
                 yield size, line.encode("utf-8", "surrogatepass")
-        if len(carry) * 2 > _MAX_LINE:
-            dropping += len(carry.encode(codec, "surrogatepass"))
+        if not chunk:
+            return
+        if len(carry) * 2 > _MAX_LINE:  # at least that many bytes: don't hold it
+            dropped += len(carry.encode(codec, "surrogatepass"))
             carry = ""
 
 
@@ -698,6 +717,19 @@ def _is_header(first: list[str], rows: list[list[str]]) -> bool:
     # Unknown names: a header if the first column holds URLs below its first cell.
     votes = [_looks_like_url(cells[0]) for cells in rows if cells]
     return bool(votes) and 2 * sum(votes) > len(votes)
+
+
+def _spaces_before_quotes(lines: list[str], delimiter: str) -> bool:
+    """Whether quoted cells follow the delimiter after a space, as in ``a, "b,c"``."""
+    # Only hand-written files do this: a CSV writer quotes any cell holding a quote, so an
+    # unquoted cell never starts with spaces and a quote otherwise.
+    try:
+        for cells in csv.reader(lines, delimiter=delimiter, quotechar='"', strict=False):
+            if any(_SPACES_THEN_QUOTE.match(cell) for cell in cells):
+                return True
+    except csv.Error:
+        pass
+    return False
 
 
 def _sniff_delimiter(lines: list[str], *, prefer_tab: bool) -> tuple[str, int]:

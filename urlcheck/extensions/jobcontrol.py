@@ -60,11 +60,11 @@ async def wait_while_paused(crawler: Crawler) -> None:
         await crawler.signals.wait_for(job_resumed)
 
 
-_DEFAULTS = {
-    "URLCHECK_JOB_POLL_INTERVAL": ("poll_interval", 0.5),
-    "URLCHECK_JOB_HEARTBEAT_INTERVAL": ("heartbeat_interval", 30.0),
-    "URLCHECK_PROGRESS_INTERVAL": ("progress_interval", 30.0),
-}
+_SETTINGS = (
+    ("URLCHECK_JOB_POLL_INTERVAL", "poll_interval"),
+    ("URLCHECK_JOB_HEARTBEAT_INTERVAL", "heartbeat_interval"),
+    ("URLCHECK_PROGRESS_INTERVAL", "progress_interval"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +75,10 @@ class JobControlConfig:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> JobControlConfig:
-        read = SettingsReader(settings)
+        read, defaults = SettingsReader(settings), cls()
         values = {}
-        for name, (attr, default) in _DEFAULTS.items():
-            value = read.number(name, default, minimum=None)
+        for name, attr in _SETTINGS:
+            value = read.number(name, getattr(defaults, attr), minimum=None)
             if not (value > 0 and math.isfinite(value)):
                 raise ConfigError(f"setting {name}: expected a number of seconds > 0, got {value}")
             values[attr] = value
@@ -227,6 +227,7 @@ class JobControl:
                 context.jobdir,
                 self.jobdir,
             )
+        self.jobdir.mkdir(parents=True, exist_ok=True)
         try:
             meta = JobMeta.load(self.jobdir)
         except JobError as exc:

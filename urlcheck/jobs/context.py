@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,10 +12,10 @@ from urlcheck.jobs.counts import Counts
 if TYPE_CHECKING:
     from urlcheck.jobs.lock import JobLock
 
-PausedHosts = Callable[[], list[tuple[str, int, float]]]
+PausedHosts = Callable[[], Sequence[tuple[str, int, float]]]
 
 
-def no_paused_hosts() -> list[tuple[str, int, float]]:
+def no_paused_hosts() -> Sequence[tuple[str, int, float]]:
     return []
 
 

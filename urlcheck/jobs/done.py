@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import re
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,7 +199,7 @@ def scan_results(
     except FileNotFoundError:
         return scan
     # (final_status, verdict) -> lines; raw bytes from the fast path, values from the slow one
-    pairs: dict[tuple[bytes | int | None, bytes | str | None], int] = {}
+    pairs: defaultdict[tuple[bytes | int | None, bytes | str | None], int] = defaultdict(int)
     writer: _Rewriter | None = None
     side: BinaryIO | None = None
     torn_at: int | None = None
@@ -215,26 +216,27 @@ def scan_results(
 
     try:
         with src:
-            offset = lineno = 0
-            for line in src:
-                lineno += 1
-                start = offset
+            offset = nbits = 0
+            for lineno, line in enumerate(src, 1):
                 offset += len(line)
                 # The fast path, inlined: this loop runs once per row of a million-row job.
                 m = row_match(line)
-                if m is not None and line[-2:] == _LINE_END and line.find(_ROW_KEY, 1) < 0:
+                if m is not None and line.endswith(_LINE_END) and line.rfind(_ROW_KEY) == 0:
                     fm = final_search(line, m.end())
-                    vm = verdict_search(line, fm.end()) if fm is not None else None
-                    if fm is not None and vm is not None:
-                        row = int(m[1])
-                        index, mask = row >> 3, 1 << (row & 7)
-                        if 1 <= row <= limit and index < len(bits) and not bits[index] & mask:
-                            bits[index] |= mask
-                            key = (fm[1], vm[1])
-                            pairs[key] = pairs.get(key, 0) + 1
-                            if writer is not None:
-                                writer.out.write(line)
-                            continue
+                    if fm is not None:
+                        vm = verdict_search(line, fm.end())
+                        if vm is not None:
+                            row = int(m[1])  # the regex admits no sign and no leading zero
+                            index = row >> 3
+                            if index < nbits and 0 < row <= limit:
+                                mask = 1 << (row & 7)
+                                if not bits[index] & mask:
+                                    bits[index] |= mask
+                                    pairs[fm[1], vm[1]] += 1
+                                    if writer is not None:
+                                        writer.out.write(line)
+                                    continue
+                start = offset - len(line)
                 if not line.endswith(b"\n"):
                     torn_at = start  # only the last line can lack its newline
                     scan.repaired_bytes = len(line)
@@ -262,9 +264,9 @@ def scan_results(
                         drop(line)
                     continue
                 done.reserve(row)
+                nbits = len(bits)
                 bits[row >> 3] |= 1 << (row & 7)
-                key = (final, verdict)
-                pairs[key] = pairs.get(key, 0) + 1
+                pairs[final, verdict] += 1
                 if writer is not None:
                     writer.out.write(line)
         if scan.duplicates + scan.malformed > _MAX_LOGGED:
@@ -300,7 +302,7 @@ def scan_results(
     return scan
 
 
-def _counts(pairs: dict[tuple[bytes | int | None, bytes | str | None], int]) -> Counts:
+def _counts(pairs: defaultdict[tuple[bytes | int | None, bytes | str | None], int]) -> Counts:
     counts = Counts()
     for (raw_final, raw_verdict), n in pairs.items():
         counts.add_status(_final_value(raw_final), n)

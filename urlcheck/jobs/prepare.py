@@ -99,7 +99,7 @@ def _stamp(meta: JobMeta, now: float) -> str:
     return datetime.fromtimestamp(when, UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-def _free_name(path: Path, stamp: str) -> Path:
+def free_name(path: Path, stamp: str) -> Path:
     """``results.jsonl`` -> ``results.<stamp>.jsonl`` (``-1``, ``-2``... if taken)."""
     name, tail = path.name, ""
     if name.endswith(".dropped"):
@@ -114,13 +114,16 @@ def _free_name(path: Path, stamp: str) -> Path:
     return candidate
 
 
+_free_name = free_name  # the name urlcheck.resultsfile first imported
+
+
 def archive_run(jobdir: Path, results_path: Path, meta: JobMeta, now: float) -> list[Path]:
     """Rename the finished run's results (and meta.json) aside with a UTC timestamp."""
     stamp = _stamp(meta, now)
     moved = []
     for path in (results_path, dropped_path(results_path), jobdir / META_FILE):
         if path.exists():
-            target = _free_name(path, stamp)
+            target = free_name(path, stamp)
             path.rename(target)
             moved.append(target)
     return moved

@@ -23,8 +23,8 @@ __all__ = ["Verdict", "our_side_reason", "outliers", "site_fault_reason", "site_
 
 # (time, proxy id, outcome code), newest last
 SiteEntry = tuple[float, str, int]
-# (proxy id, site, outcome code), newest last
-PoolEntry = tuple[str, str, int]
+# (time, proxy id, outcome code, site), newest last
+PoolEntry = tuple[float, str, int, str]
 
 
 class Verdict(StrEnum):
@@ -34,19 +34,32 @@ class Verdict(StrEnum):
 
 
 def site_verdict(
-    entries: Sequence[SiteEntry], proxy_id: str, since: float, cfg: PoolConfig
+    entries: Sequence[SiteEntry] | Sequence[PoolEntry],
+    proxy_id: str,
+    *,
+    start: float,
+    end: float,
+    own_success: float,
+    cfg: PoolConfig,
 ) -> Verdict:
-    """Judge a site by what other proxies met there since `since` (the newest outcomes first).
+    """Compare a proxy that failed on a site with what other proxies met there meanwhile.
 
-    Only outcomes from the same stretch of time count: a site that went down a minute ago is red
-    for everyone now, even if its older history is green.
+    Only the same stretch of time counts: peers' outcomes from `start` (the proxy's first failure
+    there) to `end` + `blame_lookback`, the newest `blame_peer_outcomes` of them. Outcomes from
+    before `start` (back to `start` - `blame_lookback`) only make up a shortfall, newest first:
+    a site that went down a second ago is red for everyone, even if its older history is green,
+    and stays red for those failures after it recovers. The proxy is to blame when peers did
+    clearly better (by `blame_margin`) and the site was not mostly failing for them.
     """
+    low = start - cfg.blame_lookback
+    high = end + cfg.blame_lookback
     seen = fails = 0
     for index in range(len(entries) - 1, -1, -1):
-        at, who, code = entries[index]
-        if at < since:
+        entry = entries[index]
+        at, who, code = entry[0], entry[1], entry[2]
+        if at < low or (at < start and seen >= cfg.blame_min_peer_outcomes):
             break
-        if who == proxy_id:
+        if at > high or who == proxy_id:
             continue
         seen += 1
         fails += code & FAIL
@@ -54,7 +67,10 @@ def site_verdict(
             break
     if seen < cfg.blame_min_peer_outcomes:
         return Verdict.UNKNOWN
-    return Verdict.PROXY if 1.0 - fails / seen >= cfg.blame_peer_green else Verdict.SITE
+    peers = 1.0 - fails / seen
+    if peers > cfg.site_fault_below and peers >= own_success + cfg.blame_margin:
+        return Verdict.PROXY
+    return Verdict.SITE
 
 
 def _failing_share(pairs: Iterable[tuple[str, int]]) -> tuple[int, int]:
@@ -90,8 +106,8 @@ def our_side_reason(entries: Sequence[PoolEntry], fails: int, cfg: PoolConfig) -
     rate = 1.0 - fails / n
     if rate >= cfg.our_side_below:
         return None
-    bad_proxies, proxies = _failing_share((who, code) for who, _, code in entries)
-    bad_sites, sites = _failing_share((site, code) for _, site, code in entries)
+    bad_proxies, proxies = _failing_share((who, code) for _, who, code, _ in entries)
+    bad_sites, sites = _failing_share((site, code) for _, _, code, site in entries)
     if proxies < 2 or sites < 2:
         return None
     if bad_proxies < cfg.our_side_share * proxies or bad_sites < cfg.our_side_share * sites:
@@ -113,7 +129,8 @@ def outliers(rates: Sequence[tuple[str, float]], cfg: PoolConfig) -> dict[str, s
     values = [rate for _, rate in rates]
     mean = math.fsum(values) / len(values)
     stdev = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
-    bar = mean - cfg.outlier_factor * stdev
+    # A floor on the gap keeps a tight, healthy pool from calling 95% an outlier next to 99%.
+    bar = mean - max(cfg.outlier_factor * stdev, cfg.outlier_min_gap)
     return {
         proxy_id: f"success {rate:.0%} under pool bar {bar:.0%} (mean {mean:.0%})"
         for proxy_id, rate in rates

@@ -51,6 +51,9 @@ class PoolConfig:
     min_outcomes: int = _f(10, "Outcomes needed before a rate-based rule may fire.")
     recent_window: int = _f(5, "Length of the 'recent outcomes' window.")
     recent_failures: int = _f(3, "Failures within the recent window that trip a proxy.")
+    burst_false_alarm: float = _f(
+        1e-6, "Most likely chance trip of the recent-failures rule; raises it in noisy pools."
+    )
     quarantine_below: float = _f(0.70, "Success rate under which a proxy trips.")
     degrade_below: float = _f(0.90, "Success rate under which a proxy is degraded.")
     recover_above: float = _f(0.95, "Success rate a degraded proxy needs to be healthy again.")
@@ -75,9 +78,9 @@ class PoolConfig:
     min_in_service: int = _f(2, "Proxies kept in service whatever happens (all, when fewer).")
     # Blame
     blame_peer_outcomes: int = _f(10, "Recent outcomes of other proxies compared on a site.")
+    blame_lookback: float = _f(30.0, "Seconds around a failure in which peers are compared.")
     blame_min_peer_outcomes: int = _f(3, "Fewest peer outcomes that allow a verdict.")
-    blame_peer_green: float = _f(0.8, "Peer success rate at which the site is deemed fine.")
-    blame_margin: float = _f(0.25, "How far under the pool's success rate a proxy must be.")
+    blame_margin: float = _f(0.25, "How much better peers must do for a proxy to be blamed.")
     site_fault_below: float = _f(0.5, "Site success rate under which the site may be at fault.")
     site_fault_share: float = _f(0.5, "Share of the site's proxies failing: site at fault.")
     site_recover_above: float = _f(0.8, "Site success rate that clears a site fault.")
@@ -86,6 +89,7 @@ class PoolConfig:
     our_side_share: float = _f(0.8, "Share of proxies and of sites failing: our side at fault.")
     our_side_recover_above: float = _f(0.7, "Pool success rate that clears our-side fault.")
     outlier_factor: float = _f(1.9, "Envoy rule: degraded below mean - factor * stdev.")
+    outlier_min_gap: float = _f(0.1, "Least gap under the mean that makes an outlier.")
     outlier_min_hosts: int = _f(5, "Proxies with enough outcomes needed for the outlier rule.")
     outlier_min_outcomes: int = _f(20, "Outcomes a proxy needs to take part in the outlier rule.")
     outlier_interval: float = _f(10.0, "Seconds between two runs of the outlier rule.")
@@ -195,7 +199,6 @@ _UNIT_FIELDS = (
     "backoff_jitter",
     "ramp_start",
     "quarantine_cap",
-    "blame_peer_green",
     "blame_margin",
     "site_fault_below",
     "site_fault_share",
@@ -203,6 +206,8 @@ _UNIT_FIELDS = (
     "our_side_below",
     "our_side_share",
     "our_side_recover_above",
+    "outlier_min_gap",
+    "burst_false_alarm",
 )
 _POSITIVE_FIELDS = (
     "lease_ttl",
@@ -227,6 +232,7 @@ _POSITIVE_FIELDS = (
     "dead_probe_interval",
     "blame_peer_outcomes",
     "blame_min_peer_outcomes",
+    "blame_lookback",
     "site_idle_ttl",
     "outlier_factor",
     "outlier_min_hosts",
@@ -248,7 +254,11 @@ _RULES: tuple[tuple[str, Callable[[PoolConfig], bool], str], ...] = (
     ("recent_window", lambda c: c.recent_window <= 64, "must be <= 64"),
     ("recent_failures", lambda c: c.recent_failures <= c.recent_window, "must be <= recent_window"),
     ("min_outcomes", lambda c: c.min_outcomes <= c.window_size, "must be <= window_size"),
-    ("degrade_below", lambda c: c.degrade_below >= c.quarantine_below, "must be >= quarantine_below"),
+    (
+        "degrade_below",
+        lambda c: c.degrade_below >= c.quarantine_below,
+        "must be >= quarantine_below",
+    ),
     ("recover_above", lambda c: c.recover_above >= c.degrade_below, "must be >= degrade_below"),
     (
         "captcha_degrade_rate",

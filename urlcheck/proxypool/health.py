@@ -6,6 +6,8 @@ store can apply it under a lock and a Redis store can apply the same rules insid
 
 from __future__ import annotations
 
+import functools
+import math
 from collections import deque
 from enum import StrEnum
 from itertools import repeat
@@ -113,19 +115,43 @@ class Trip(NamedTuple):
     sustained: bool  # a rate over min_outcomes, not a short burst
 
 
-def trip(window: Window, cfg: PoolConfig) -> Trip | None:
-    """Has this window crossed the failure threshold? Failure is accumulated, never one error."""
+def trip(window: Window, cfg: PoolConfig, noise: float = 0.0) -> Trip | None:
+    """Has this window crossed the failure threshold? Failure is accumulated, never one error.
+
+    `noise` is the failure rate of a typical proxy right now. Where failures are common for
+    everyone, both rules ask for more, so that chance alone rarely trips a good proxy.
+    """
     n = window.n
     if n >= cfg.min_outcomes:
         rate = window.success_rate(cfg.soft_failure_weight)
-        if rate < cfg.quarantine_below:
-            return Trip(f"success {rate:.0%} < {cfg.quarantine_below:.0%} over {n}", True)
+        bar = min(cfg.quarantine_below, 1.0 - noise - cfg.blame_margin)
+        if rate < bar:
+            return Trip(f"success {rate:.0%} < {bar:.0%} over {n}", True)
         captcha = window.captchas / n
         if captcha >= cfg.captcha_quarantine_rate:
             return Trip(f"captcha rate {captcha:.0%} over {n}", True)
     failures = window.recent_failures
     if failures >= cfg.recent_failures:
-        return Trip(f"{failures} failures in the last {cfg.recent_window}", False)
+        needed = burst_needed(
+            round(noise, 3), cfg.recent_window, cfg.recent_failures, cfg.burst_false_alarm
+        )
+        if needed is not None and failures >= needed:
+            return Trip(f"{failures} failures in the last {cfg.recent_window}", False)
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def burst_needed(noise: float, window: int, least: int, false_alarm: float) -> int | None:
+    """Failures among the last `window` outcomes that chance alone reaches with probability
+    `false_alarm` at most, given the typical failure rate `noise`; at least `least`. None when
+    even a full window of failures is too likely (then only the sustained rule applies)."""
+    for needed in range(least, window + 1):
+        tail = math.fsum(
+            math.comb(window, k) * noise**k * (1.0 - noise) ** (window - k)
+            for k in range(needed, window + 1)
+        )
+        if tail <= false_alarm:
+            return needed
     return None
 
 
@@ -170,14 +196,14 @@ def ramp(ok_since_return: int, cfg: PoolConfig) -> float:
 
 
 def success_factor(smoothed: float, cfg: PoolConfig) -> float:
-    return max(cfg.min_weight, smoothed**cfg.weight_exponent)
+    return max(cfg.min_weight, math.pow(max(smoothed, 0.0), cfg.weight_exponent))
 
 
 def latency_factor(own: float, pool: float, cfg: PoolConfig) -> float:
     """A proxy slower than the pool's average loses weight with the square root of the ratio."""
     if own <= pool or own <= 0.0:
         return 1.0
-    return max(cfg.latency_weight_floor, (pool / own) ** 0.5)
+    return max(cfg.latency_weight_floor, math.sqrt(pool / own))
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:

@@ -150,7 +150,7 @@ class Proxy:
         max_concurrent: int | None = None,
         id: str | None = None,
     ) -> Proxy:
-        """Parse ``scheme://[user:password@]host[:port]``; percent-escapes in credentials are decoded."""
+        """Parse ``scheme://[user:password@]host[:port]``; credentials may be %-escaped."""
         try:
             parts = urlsplit(url.strip())
             host = parts.hostname or ""

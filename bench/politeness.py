@@ -1,0 +1,201 @@
+"""Politeness benchmark (issue 3). Real crawls of the project (``scrapy crawl check`` in a
+subprocess) against local hosts that log every request's arrival and departure.
+
+Prints one line per figure, each a ratio against a bound or a baseline from the same run:
+  1. wall time / politeness bound, 5 hosts x 100 URLs, grouped by host and shuffled
+  2. the same with a quarter of the URLs one-hop redirects on the same host
+  3. healthy hosts' finishing time with a 429-answering host / without it
+  4. max requests in flight per host, smallest gap between request starts per host
+  5. peak RSS in the first 60 s of a 1,000,000-row crawl over 50 hosts, and its request rate
+     against the allowed rate; then URLs/s with politeness relaxed by settings
+
+Wall time is measured on the servers' side (first arrival to last arrival of the run's
+requests), so interpreter start-up is not counted against the crawl.
+
+Usage: python bench/politeness.py [--quick] [--skip-million]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from urlcheck.demo.launcher import SiteServer  # noqa: E402
+from urlcheck.demo.serverlog import host_stats  # noqa: E402
+
+DELAY = 0.3
+HEALTHY = [f"127.0.0.{i}" for i in range(2, 7)]
+FAULTY = "127.0.0.7"
+MANY = [f"127.0.0.{i}" for i in range(10, 60)]
+
+
+def crawl(csv: Path, out: Path, *settings: str, timeout: float = 900) -> tuple[float, int]:
+    """Run ``scrapy crawl check``; returns (peak RSS MiB within the first 60 s, exit code)."""
+    args = [sys.executable, "-m", "scrapy", "crawl", "check", "-a", f"csv={csv}", "-a",
+            f"out={out}", "-s", "LOG_LEVEL=WARNING"]
+    for setting in settings:
+        args += ["-s", setting]
+    process = subprocess.Popen(args, cwd=REPO)
+    peak = [0.0]
+
+    def sample() -> None:
+        start = time.monotonic()
+        while process.poll() is None and time.monotonic() - start < 60:
+            try:
+                for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        peak[0] = max(peak[0], int(line.split()[1]) / 1024)
+            except OSError:
+                break
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    code = process.wait(timeout)
+    sampler.join()
+    return peak[0], code
+
+
+def write_csv(path: Path, urls: list[str]) -> Path:
+    path.write_text("url\n" + "\n".join(urls) + "\n")
+    return path
+
+
+def run_log(site: SiteServer, tag: str) -> list[dict]:
+    return [e for e in site.log() if f"run={tag}" in e["path"]]
+
+
+def span(log: list[dict], hosts: list[str] | None = None) -> float:
+    arrivals = [e["t_arrival"] for e in log if hosts is None or e["host"] in hosts]
+    return max(arrivals) - min(e["t_arrival"] for e in log)
+
+
+def bound(log: list[dict], cap_in_flight: int = 5) -> float:
+    per_host = {h: s.count for h, s in host_stats(log).items()}
+    return max((n - 1) * DELAY for n in per_host.values())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="20 URLs per host instead of 100")
+    parser.add_argument("--skip-million", action="store_true")
+    parser.add_argument("--only-million", action="store_true")
+    opts = parser.parse_args()
+    per_host = 20 if opts.quick else 100
+    tmp = Path(tempfile.mkdtemp(prefix="urlcheck-bench-"))
+    figures: list[str] = []
+    all_logs: list[dict] = []
+    if opts.only_million:
+        print("\n".join(["", "urlcheck politeness benchmark", *million(tmp)]))
+        return
+
+    with SiteServer([*HEALTHY, FAULTY], log_path=tmp / "site.jsonl") as site:
+        def urls(tag: str, redirects: bool = False) -> list[str]:
+            out = []
+            for host in HEALTHY:
+                for i in range(per_host):
+                    if redirects and i % 4 == 0:
+                        path = f"/redirect/301?to=/ok%3Frun%3D{tag}%26i%3D{i}%26hop%3D1&run={tag}"
+                    else:
+                        path = f"/ok?run={tag}&i={i}"
+                    out.append(site.url(host, path))
+            return out
+
+        # 1. grouped and shuffled
+        results = {}
+        for tag, shuffle in (("grouped", False), ("shuffled", True)):
+            rows = urls(tag)
+            if shuffle:
+                random.Random(7).shuffle(rows)
+            crawl(write_csv(tmp / f"{tag}.csv", rows), tmp / f"{tag}.jsonl")
+            log = run_log(site, tag)
+            all_logs += log
+            results[tag] = log
+            figures.append(f"1. {tag:<9} {len(rows)} URLs: wall {span(log):6.2f} s / bound "
+                           f"{bound(log):6.2f} s = {span(log) / bound(log):.3f} (target <= 1.05)")
+
+        # 2. a quarter one-hop redirects
+        rows = urls("redir", redirects=True)
+        crawl(write_csv(tmp / "redir.csv", rows), tmp / "redir.jsonl")
+        log = run_log(site, "redir")
+        all_logs += log
+        figures.append(f"2. redirects {len(log)} requests: wall {span(log):6.2f} s / bound "
+                       f"{bound(log):6.2f} s = {span(log) / bound(log):.3f} (target <= 1.05)")
+
+        # 3. one host answering 429 (Retry-After: 2) to its first requests
+        rows = urls("faulty") + [
+            site.url(FAULTY, f"/ratelimit/2?retry_after=2&run=faulty&i={i}")
+            for i in range(per_host // 5)
+        ]
+        crawl(write_csv(tmp / "faulty.csv", rows), tmp / "faulty.jsonl",
+              "URLCHECK_BACKOFF_BASE=1")
+        log = run_log(site, "faulty")
+        all_logs += log
+        healthy_with = span(log, HEALTHY)
+        healthy_without = span(results["grouped"], HEALTHY)
+        rejected = sum(1 for e in log if e["host"] == FAULTY and e["status"] == 429)
+        figures.append(
+            f"3. healthy hosts finish {healthy_with:6.2f} s with a 429 host ({rejected} 429s) / "
+            f"{healthy_without:6.2f} s without = {healthy_with / healthy_without:.3f} "
+            "(target <= 1.05)")
+
+        # 4. in flight and gaps, over every run above
+        stats = host_stats(all_logs)
+        in_flight = max(s.max_in_flight for s in stats.values())
+        gaps = [s.min_gap for s in stats.values() if s.min_gap is not None]
+        figures.append(f"4. max in flight per host {in_flight} (must be 1); smallest gap between "
+                       f"request starts at the server {min(gaps) * 1000:.1f} ms = "
+                       f"{min(gaps) / 0.290:.3f} of 290 ms (must be >= 1)")
+
+    if not opts.skip_million:
+        figures += million(tmp)
+    print("\n".join(["", "urlcheck politeness benchmark", *figures]))
+
+
+def million(tmp: Path) -> list[str]:
+    lines = []
+    with SiteServer(MANY, log_path=tmp / "many.jsonl") as site:
+        csv = tmp / "million.csv"
+        with csv.open("w") as f:
+            f.write("url\n")
+            for host in MANY:  # given host after host
+                for i in range(20_000):
+                    f.write(f"http://{host}:{site.port}/ok?run=million&i={i}\n")
+        peak, _ = crawl(csv, tmp / "million.jsonl", "CLOSESPIDER_TIMEOUT=60")
+        log = run_log(site, "million")
+        # The rate over the crawl's steady state: from the first to the last request.
+        rate = len(log) / span(log)
+        allowed = min(len(MANY) / DELAY, 5 / max(
+            sum(e["t_departure"] - e["t_arrival"] for e in log) / len(log), 1e-6))
+        lines.append(f"5. 1,000,000 rows over 50 hosts, first 60 s: peak RSS {peak:6.1f} MB / 150 MB"
+                     f" = {peak / 150:.3f} (target <= 1); rate {rate:6.1f} req/s / allowed "
+                     f"{allowed:6.1f} = {rate / allowed:.3f} (target >= 0.95)")
+        relaxed_csv = tmp / "relaxed.csv"
+        with relaxed_csv.open("w") as f:
+            f.write("url\n")
+            for i in range(6000):
+                f.write(f"http://{MANY[i % len(MANY)]}:{site.port}/ok?run=relaxed&i={i}\n")
+        start = time.monotonic()
+        crawl(relaxed_csv, tmp / "relaxed.jsonl", "DOWNLOAD_DELAY=0", "CONCURRENT_REQUESTS=64",
+              "CONCURRENT_REQUESTS_PER_DOMAIN=8", "AUTOTHROTTLE_ENABLED=False")
+        wall = time.monotonic() - start
+        relaxed = run_log(site, "relaxed")
+        lines.append(f"5b. relaxed politeness (delay 0, 64 in flight, 8 per host): "
+                     f"{len(relaxed) / span(relaxed):6.1f} URLs/s at the server, "
+                     f"{6000 / wall:6.1f} URLs/s including start-up ({wall:.1f} s for 6000)")
+    return lines
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()

@@ -1,0 +1,171 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from urlcheck.jobs.errors import InputMismatchError
+from urlcheck.jobs.files import META_FILE, JobMeta, JobState, sha256_file
+from urlcheck.jobs.prepare import check_input, free_name, prepare_job
+
+NOW = 1_700_000_000.0
+
+
+def clock() -> float:
+    return NOW
+
+
+def result_line(row: int, verdict: str | None = None) -> str:
+    return (
+        json.dumps(
+            {
+                "row": row,
+                "url": "u",
+                "requested_url": "u",
+                "status": 200,
+                "final_url": "u",
+                "final_status": 200,
+                "verdict": verdict,
+            }
+        )
+        + "\n"
+    )
+
+
+@pytest.fixture
+def csv(tmp_path: Path) -> Path:
+    path = tmp_path / "in.csv"
+    path.write_text("url\nhttp://a/\nhttp://b/\nhttp://c/\n", encoding="utf-8")
+    return path
+
+
+def snapshot(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+def test_new_job(tmp_path: Path, csv: Path) -> None:
+    jobdir = tmp_path / "job"
+    job = prepare_job(jobdir, csv, clock=clock)
+    assert job.fresh and not job.archived
+    assert job.results_path == jobdir / "results.jsonl"
+    assert len(job.scan.done) == 0
+    meta = JobMeta.load(jobdir)
+    assert meta is not None
+    assert meta.state is JobState.PENDING
+    assert meta.created_at == "2023-11-14T22:13:20.000Z"
+    assert meta.input_sha256 == sha256_file(csv) == job.input_checksum
+    assert meta.input_path == str(csv.resolve())
+    context = job.context(total_rows=3, user_agent="ua", shaping_settings={"X": 1})
+    assert (context.total_rows, context.done_rows, context.user_agent) == (3, 0, "ua")
+    assert context.paused_hosts() == []
+
+
+def test_resume_reads_and_repairs_the_results(tmp_path: Path, csv: Path) -> None:
+    jobdir = tmp_path / "job"
+    prepare_job(jobdir, csv, clock=clock)
+    meta = JobMeta.load(jobdir)
+    assert meta is not None
+    meta.state = JobState.PROCESSING  # as a SIGKILL leaves it
+    meta.save(jobdir)
+    (jobdir / "results.jsonl").write_text(
+        result_line(1, "pass") + result_line(3, "fail") + '{"row": 2, "ur', encoding="utf-8"
+    )
+    job = prepare_job(jobdir, csv, clock=clock)
+    assert not job.fresh
+    assert sorted(job.scan.done) == [1, 3]
+    assert job.scan.repaired_bytes == len('{"row": 2, "ur')
+    meta = JobMeta.load(jobdir)
+    assert meta is not None
+    assert meta.state is JobState.PROCESSING
+    assert meta.done_rows == 2
+    assert meta.counts.by_verdict == {"pass": 1, "fail": 1, "none": 0}
+    context = job.context(total_rows=3)
+    assert (context.done_rows, context.counts.by_verdict["fail"]) == (2, 1)
+
+
+def test_resume_with_another_csv_touches_nothing(tmp_path: Path, csv: Path) -> None:
+    jobdir = tmp_path / "job"
+    prepare_job(jobdir, csv, clock=clock)
+    (jobdir / "results.jsonl").write_text(result_line(1) + '{"row": 2', encoding="utf-8")
+    before = snapshot(jobdir)
+    other = tmp_path / "other.csv"
+    other.write_text("url\nhttp://z/\n", encoding="utf-8")
+    with pytest.raises(InputMismatchError) as caught:
+        prepare_job(jobdir, other, clock=lambda: NOW + 60)
+    message = str(caught.value)
+    assert str(other.resolve()) in message and str(jobdir) in message
+    assert "nothing was changed" in message
+    assert snapshot(jobdir) == before
+    with pytest.raises(InputMismatchError):
+        check_input(jobdir, other)
+
+
+def test_a_finished_job_starts_a_fresh_run_and_keeps_the_last(tmp_path: Path, csv: Path) -> None:
+    jobdir = tmp_path / "job"
+    prepare_job(jobdir, csv, clock=clock)
+    results = jobdir / "results.jsonl"
+    results.write_text(result_line(1) + result_line(2) + result_line(3), encoding="utf-8")
+    meta = JobMeta.load(jobdir)
+    assert meta is not None
+    meta.state = JobState.DONE
+    meta.finished_at = "2024-05-06T07:08:09.000Z"
+    meta.save(jobdir)
+    # a changed CSV is fine for a new run
+    csv.write_text("url\nhttp://a/\nhttp://d/\n", encoding="utf-8")
+    job = prepare_job(jobdir, csv, clock=lambda: NOW + 3600)
+    assert job.fresh
+    assert [p.name for p in job.archived] == [
+        "results.20240506T070809Z.jsonl",
+        "meta.20240506T070809Z.json",
+    ]
+    assert (jobdir / "results.20240506T070809Z.jsonl").read_text(encoding="utf-8").count("\n") == 3
+    assert not results.exists()
+    assert len(job.scan.done) == 0
+    new = JobMeta.load(jobdir)
+    assert new is not None
+    assert new.state is JobState.PENDING and new.done_rows == 0
+    assert new.input_sha256 == sha256_file(csv)
+    assert new.created_at == "2023-11-14T23:13:20.000Z"
+    old = json.loads((jobdir / "meta.20240506T070809Z.json").read_text(encoding="utf-8"))
+    assert old["state"] == "done"
+
+
+def test_cancelled_counts_as_finished(tmp_path: Path, csv: Path) -> None:
+    jobdir = tmp_path / "job"
+    prepare_job(jobdir, csv, clock=clock)
+    meta = JobMeta.load(jobdir)
+    assert meta is not None
+    meta.state = JobState.CANCELLED
+    meta.save(jobdir)
+    job = prepare_job(jobdir, csv, clock=clock)
+    assert job.fresh
+    assert [p.name for p in job.archived] == ["meta.20231114T221320Z.json"]  # no results yet
+
+
+def test_results_without_meta_count_as_done(tmp_path: Path, csv: Path) -> None:
+    jobdir = tmp_path / "job"
+    jobdir.mkdir()
+    (jobdir / "results.jsonl").write_text(result_line(2), encoding="utf-8")
+    job = prepare_job(jobdir, csv, clock=clock)
+    assert list(job.scan.done) == [2]
+    assert (jobdir / META_FILE).exists()
+
+
+def test_max_row_drops_rows_the_csv_does_not_have(tmp_path: Path, csv: Path) -> None:
+    jobdir = tmp_path / "job"
+    jobdir.mkdir()
+    (jobdir / "results.jsonl").write_text(result_line(2) + result_line(7), encoding="utf-8")
+    job = prepare_job(jobdir, csv, max_row=3, clock=clock)
+    assert list(job.scan.done) == [2] and job.scan.malformed == 1
+
+
+def test_free_name(tmp_path: Path) -> None:
+    stamp = "20240101T000000Z"
+    assert free_name(tmp_path / "results.jsonl", stamp).name == f"results.{stamp}.jsonl"
+    assert free_name(tmp_path / "results.jsonl.dropped", stamp).name == (
+        f"results.{stamp}.jsonl.dropped"
+    )
+    assert free_name(tmp_path / "out", stamp).name == f"out.{stamp}"
+    (tmp_path / f"meta.{stamp}.json").write_text("{}")
+    assert free_name(tmp_path / "meta.json", stamp).name == f"meta.{stamp}-1.json"

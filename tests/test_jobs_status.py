@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
+from urlcheck.jobs.files import BackoffHost, JobMeta, JobState, utc_iso
+from urlcheck.jobs.progress import Every, Heartbeat, RunRate
+from urlcheck.jobs.status import STUCK_AFTER_SECONDS, derive_status, format_duration, format_status
+
+NOW = 1_700_000_000.0
+
+
+def meta(state: JobState, *, quiet_for: float | None, **fields: object) -> JobMeta:
+    values: dict[str, object] = {"total_rows": 1000, "done_rows": 250, "rate": 50.0}
+    values.update(fields)
+    m = JobMeta(state=state, **values)  # type: ignore[arg-type]
+    if quiet_for is not None:
+        m.last_activity_at = utc_iso(NOW - quiet_for)
+        m.started_at = utc_iso(NOW - quiet_for - 60)
+    return m
+
+
+def test_stuck_after_three_minutes_of_silence_while_processing() -> None:
+    assert STUCK_AFTER_SECONDS == 180
+    assert not derive_status(meta(JobState.PROCESSING, quiet_for=179.0), now=NOW).stuck
+    assert not derive_status(meta(JobState.PROCESSING, quiet_for=180.0), now=NOW).stuck
+    late = derive_status(meta(JobState.PROCESSING, quiet_for=180.5), now=NOW)
+    assert late.stuck
+    assert late.seconds_since_activity == 180.5
+
+
+@pytest.mark.parametrize(
+    "state", [JobState.PAUSED, JobState.CANCELLED, JobState.DONE, JobState.PENDING]
+)
+def test_never_stuck_unless_processing(state: JobState) -> None:
+    assert not derive_status(meta(state, quiet_for=10_000.0), now=NOW).stuck
+
+
+def test_processing_without_any_timestamp_is_stuck() -> None:
+    assert derive_status(meta(JobState.PROCESSING, quiet_for=None), now=NOW).stuck
+
+
+def test_started_at_stands_in_for_a_missing_last_activity() -> None:
+    m = meta(JobState.PROCESSING, quiet_for=None)
+    m.started_at = utc_iso(NOW - 30)
+    assert not derive_status(m, now=NOW).stuck
+
+
+def test_progress_figures() -> None:
+    status = derive_status(meta(JobState.PROCESSING, quiet_for=5.0), now=NOW)
+    assert (status.done_rows, status.total_rows, status.percent) == (250, 1000, 25.0)
+    assert status.rate == 50.0
+    assert status.eta_seconds == 900.0  # 750 rows at 50 rows/min
+    paused = derive_status(meta(JobState.PAUSED, quiet_for=5.0), now=NOW)
+    assert paused.eta_seconds is None
+    unknown = derive_status(meta(JobState.PROCESSING, quiet_for=5.0, rate=None), now=NOW)
+    assert unknown.eta_seconds is None
+    no_total = derive_status(meta(JobState.PENDING, quiet_for=5.0, total_rows=0), now=NOW)
+    assert no_total.percent is None
+
+
+def test_text_and_json() -> None:
+    m = meta(
+        JobState.PROCESSING, quiet_for=400.0, backoff_hosts=[BackoffHost("slow.example", 2, 95.0)]
+    )
+    status = derive_status(m, now=NOW, jobdir="/jobs/a", holder_pid=4321)
+    text = format_status(status)
+    assert text.splitlines()[0] == "job /jobs/a: processing  STUCK: no activity for 6m 40s"
+    assert "250 / 1,000 (25.0%)" in text
+    assert "50.0 rows/min, ETA 15m 00s" in text
+    assert "slow.example (attempt 2, 1m 35s left)" in text
+    assert "crawl running, pid 4321" in text
+    data = json.loads(json.dumps(status.to_dict()))
+    assert data["stuck"] is True and data["running"] is True and data["pid"] == 4321
+    assert data["state"] == "processing"
+    assert data["backoff_hosts"] == [{"host": "slow.example", "attempt": 2, "seconds_left": 95.0}]
+    assert data["eta_seconds"] == 900.0
+
+
+def test_text_for_a_crashed_job() -> None:
+    status = derive_status(meta(JobState.PROCESSING, quiet_for=20.0), now=NOW, holder_pid=None)
+    assert not status.stuck
+    assert "none running (the crawl ended without closing: run it again to resume)" in (
+        format_status(status)
+    )
+
+
+def test_format_duration() -> None:
+    assert [format_duration(s) for s in (0, 59.4, 60, 3599, 3600, 90061)] == [
+        "0s",
+        "59s",
+        "1m 00s",
+        "59m 59s",
+        "1h 00m",
+        "1d 1h",
+    ]
+
+
+# --- progress timing --------------------------------------------------------------------------
+
+
+def test_rate_excludes_paused_time() -> None:
+    rate = RunRate(done_at_start=100, now=0.0)
+    assert rate.rate(100, 0.5) is None  # not yet a second
+    assert rate.rate(160, 60.0) == 60.0
+    rate.pause(60.0)
+    assert rate.rate(160, 600.0) == 60.0  # paused: no dilution
+    rate.resume(600.0)
+    assert rate.rate(220, 660.0) == 60.0
+    assert rate.eta(220, 280, 660.0) == 60.0
+    assert rate.eta(280, 280, 660.0) == 0.0
+    assert RunRate(0, 0.0).eta(0, 10, 30.0) is None  # nothing done yet: no estimate
+
+
+def test_heartbeat_writes_only_with_activity_or_backoff() -> None:
+    beat = Heartbeat(30.0, now=0.0)
+    assert not beat.due(10.0, backoff=False)
+    assert not beat.due(31.0, backoff=False)  # no activity since the start: silence stays silent
+    beat.activity(40.0)
+    assert beat.due(41.0, backoff=False)
+    beat.wrote(41.0)
+    assert beat.last_activity == 40.0
+    assert not beat.due(80.0, backoff=False)  # a quiet minute: nothing to report
+    assert beat.due(80.0, backoff=True)  # ...unless a host is waiting out its back-off
+    assert beat.last_activity == 80.0
+    beat.wrote(80.0)
+    assert not beat.due(100.0, backoff=True)  # not more often than the interval
+
+
+def test_every() -> None:
+    tick = Every(30.0, now=0.0)
+    assert [tick.due(t) for t in (10.0, 30.0, 45.0, 59.0, 60.0)] == [
+        False,
+        True,
+        False,
+        False,
+        True,
+    ]
+
+
+# --- exit codes -------------------------------------------------------------------------------
+
+
+def test_exit_codes_are_distinct_and_fixed() -> None:
+    assert {c.name: c.value for c in ExitCode} == {
+        "FINISHED": 0,
+        "INPUT_ERROR": 2,
+        "FAILED_VERDICTS": 3,
+        "PAUSED": 4,
+        "CANCELLED": 5,
+        "LOCKED": 6,
+        "NOT_RUNNING": 7,
+    }
+
+
+def test_exit_code_for_meta() -> None:
+    done = JobMeta(state=JobState.DONE)
+    assert exit_code_for(done) is ExitCode.FINISHED
+    done.counts.add(404, "fail")
+    assert exit_code_for(done) is ExitCode.FAILED_VERDICTS
+    assert exit_code_for(JobMeta(state=JobState.CANCELLED)) is ExitCode.CANCELLED
+    for state in (JobState.PAUSED, JobState.PROCESSING, JobState.PENDING):
+        assert exit_code_for(JobMeta(state=state)) is ExitCode.PAUSED

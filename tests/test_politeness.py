@@ -1,0 +1,100 @@
+"""The politeness rules, checked from the servers' side in real crawls (no wall-time asserts)."""
+
+from __future__ import annotations
+
+from email.utils import format_datetime
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests.conftest import crawl, write_csv
+from tests.sitefixture import SiteServer, host_stats
+
+pytestmark = pytest.mark.crawl
+
+HOSTS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
+
+
+@pytest.fixture(scope="module")
+def strict_site(tmp_path_factory):
+    """Rejects (429) any request to a host < 250 ms after the previous one or overlapping it."""
+    log = tmp_path_factory.mktemp("strict") / "requests.jsonl"
+    with SiteServer((*HOSTS, "127.0.0.5"), log_path=log, min_gap=0.25) as server:
+        yield server
+
+
+def run_entries(site, tag):
+    return sorted((e for e in site.log() if f"run={tag}" in e["path"]), key=lambda e: e["t_arrival"])
+
+
+@deferred_f_from_coro_f
+async def test_one_in_flight_and_300ms_per_host_on_every_hop(strict_site, tmp_path):
+    u = strict_site.url
+    rows = []
+    for i in range(8):
+        for host in HOSTS:  # grouped input would be fed interleaved anyway
+            other = HOSTS[(HOSTS.index(host) + 1) % len(HOSTS)]
+            if i % 3 == 0:  # a cross-host hop into the next host
+                target = u(other, f"/ok?run=rules%26i={i}%26from={host}")
+                rows.append(u(host, f"/redirect/301?to={target}&run=rules&i={i}"))
+            elif i % 3 == 1:
+                rows.append(u(host, f"/chain/2?run=rules&i={i}"))
+            else:
+                rows.append(u(host, f"/ok?run=rules&i={i}"))
+    csv = write_csv(tmp_path / "in.csv", "url\n" + "\n".join(sorted(rows)) + "\n")
+    results, _ = await crawl(csv, tmp_path / "out.jsonl")
+    assert len(results) == len(rows)
+    assert all(r["final_status"] == 200 for r in results), [r for r in results if r["final_status"] != 200]
+    log = [e for e in strict_site.log() if "run=rules" in e["path"] or "/chain/" in e["path"]]
+    stats = host_stats(log)
+    assert set(stats) == set(HOSTS)
+    for host, s in stats.items():
+        assert s.rejected == 0, host
+        assert s.max_in_flight == 1, host
+        assert s.min_gap >= 0.29, (host, s.min_gap)
+
+
+@deferred_f_from_coro_f
+async def test_a_rate_limited_host_backs_off_alone_then_gives_up(site, tmp_path):
+    u = site.url
+    slow = [u("127.0.0.6", f"/always/429?run=giveup&i={i}") for i in range(2)]
+    healthy = [u("127.0.0.7", f"/ok?run=giveup&i={i}") for i in range(12)]
+    csv = write_csv(tmp_path / "in.csv", "url\n" + "\n".join(slow + healthy) + "\n")
+    results, crawler = await crawl(csv, tmp_path / "out.jsonl", URLCHECK_BACKOFF_BASE=0.5)
+    rows = {r["url"]: r for r in results}
+    for url in slow:
+        assert (rows[url]["status"], rows[url]["final_status"], rows[url]["retries"]) == (429, 429, 3)
+    assert all(rows[url]["final_status"] == 200 for url in healthy)
+
+    log = run_entries(site, "giveup")
+    bad = [e for e in log if e["host"] == "127.0.0.6"]
+    good = [e for e in log if e["host"] == "127.0.0.7"]
+    assert len(bad) == 8  # 2 URLs x 4 attempts
+    # While the slow host waited out its first pause (0.5 s), the healthy host kept going.
+    first, second = bad[0]["t_arrival"], bad[1]["t_arrival"]
+    assert second - first >= 0.5
+    assert sum(first < e["t_arrival"] < second for e in good) >= 1
+    # The schedule doubles: waits of at least 0.5, 1 and 2 s between one URL's attempts.
+    one_url = [e["t_arrival"] for e in bad if e["path"].endswith("i=0")]
+    waits = [b - a for a, b in zip(one_url, one_url[1:])]
+    assert [w >= m for w, m in zip(waits, (0.5, 1.0, 2.0))] == [True, True, True], waits
+    assert crawler.stats.get_value("urlcheck/backoff/pauses") == 6
+
+
+@pytest.mark.parametrize("form", ["seconds", "http-date"])
+@deferred_f_from_coro_f
+async def test_retry_after_is_honoured_in_both_forms(site, tmp_path, form):
+    if form == "seconds":
+        value = "2"
+    else:
+        value = format_datetime(datetime.now(UTC) + timedelta(seconds=3), usegmt=True)
+    tag = f"ra-{form}"
+    url = site.url("127.0.0.8", f"/ratelimit/1?retry_after={value}&run={tag}")
+    csv = write_csv(tmp_path / "in.csv", f"url\n\"{url}\"\n")
+    results, _ = await crawl(csv, tmp_path / "out.jsonl", URLCHECK_BACKOFF_BASE=0.2)
+    [row] = results
+    assert (row["status"], row["retries"]) == (200, 1)
+    assert row["retry_after"] == pytest.approx(2 if form == "seconds" else 3, abs=1.1)
+    first, retry = (e["t_arrival"] for e in run_entries(site, tag))
+    assert retry - first >= 1.9

@@ -1,0 +1,39 @@
+"""A proxy pool with health, blame, quarantine and sticky sessions. Knows nothing of Scrapy.
+
+The surface: `ProxyPool` (`acquire`, `release`, `add`, `remove`, `due_probes`, `report_probe`,
+`snapshot`), `Proxy`, `Outcome` and `ErrorKind`, `PoolConfig`. See docs/proxypool.md.
+"""
+
+from .clock import Clock, ManualClock, system_clock
+from .config import ConfigError, PoolConfig
+from .health import State
+from .outcome import ErrorKind, Outcome
+from .pool import Lease, NoProxyAvailableError, ProxyPool
+from .probes import ProbeTask
+from .proxy import Credentials, Proxy, ProxySpecError, parse_proxies
+from .snapshot import PoolSnapshot
+from .store import MemoryStore, PoolStore, StoreError, store_from_uri
+
+__all__ = [
+    "Clock",
+    "ConfigError",
+    "Credentials",
+    "ErrorKind",
+    "Lease",
+    "ManualClock",
+    "MemoryStore",
+    "NoProxyAvailableError",
+    "Outcome",
+    "PoolConfig",
+    "PoolSnapshot",
+    "PoolStore",
+    "ProbeTask",
+    "Proxy",
+    "ProxyPool",
+    "ProxySpecError",
+    "State",
+    "StoreError",
+    "parse_proxies",
+    "store_from_uri",
+    "system_clock",
+]

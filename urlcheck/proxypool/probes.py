@@ -1,0 +1,65 @@
+"""Active probes: the core decides who is due and what a result means; the caller sends them.
+
+A probe is a request for a control URL through one proxy. A control URL that fails through every
+proxy is itself broken, so its failures count against no proxy; a failure counts only when the
+same URL recently worked through another proxy.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .proxy import Proxy
+
+__all__ = ["ControlUrlStats", "ProbeTask"]
+
+_RESULTS_KEPT = 20
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeTask:
+    """Send a GET for `control_url` through `proxy`, then call `ProxyPool.report_probe`."""
+
+    proxy: Proxy
+    control_url: str
+
+    @property
+    def proxy_id(self) -> str:
+        return self.proxy.id
+
+
+class ControlUrlStats:
+    """Recent probe results of one control URL, across proxies."""
+
+    __slots__ = ("broken", "failed", "ok", "results", "url")
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.results: deque[tuple[str, bool]] = deque(maxlen=_RESULTS_KEPT)
+        self.broken = False
+        self.ok = 0
+        self.failed = 0
+
+    def worked_through_other(self, proxy_id: str) -> bool:
+        return any(ok and who != proxy_id for who, ok in self.results)
+
+    def push(self, proxy_id: str, ok: bool, broken_after: int) -> str | None:
+        """Record a result; returns a reason when the URL just broke, "" when it just recovered."""
+        self.results.append((proxy_id, ok))
+        if ok:
+            self.ok += 1
+            if self.broken:
+                self.broken = False
+                return ""
+            return None
+        self.failed += 1
+        if self.broken or any(good for _, good in self.results):
+            return None
+        failing = {who for who, _ in self.results}
+        if len(failing) >= broken_after:
+            self.broken = True
+            return f"failed through {len(failing)} proxies and worked through none"
+        return None
