@@ -41,8 +41,19 @@ MANY = [f"127.0.0.{i}" for i in range(10, 60)]
 
 def crawl(csv: Path, out: Path, *settings: str, timeout: float = 900) -> tuple[float, int]:
     """Run ``scrapy crawl check``; returns (peak RSS MiB within the first 60 s, exit code)."""
-    args = [sys.executable, "-m", "scrapy", "crawl", "check", "-a", f"csv={csv}", "-a",
-            f"out={out}", "-s", "LOG_LEVEL=WARNING"]
+    args = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "crawl",
+        "check",
+        "-a",
+        f"csv={csv}",
+        "-a",
+        f"out={out}",
+        "-s",
+        "LOG_LEVEL=WARNING",
+    ]
     for setting in settings:
         args += ["-s", setting]
     process = subprocess.Popen(args, cwd=REPO)
@@ -100,6 +111,7 @@ def main() -> None:
         return
 
     with SiteServer([*HEALTHY, FAULTY], log_path=tmp / "site.jsonl") as site:
+
         def urls(tag: str, redirects: bool = False) -> list[str]:
             out = []
             for host in HEALTHY:
@@ -121,24 +133,27 @@ def main() -> None:
             log = run_log(site, tag)
             all_logs += log
             results[tag] = log
-            figures.append(f"1. {tag:<9} {len(rows)} URLs: wall {span(log):6.2f} s / bound "
-                           f"{bound(log):6.2f} s = {span(log) / bound(log):.3f} (target <= 1.05)")
+            figures.append(
+                f"1. {tag:<9} {len(rows)} URLs: wall {span(log):6.2f} s / bound "
+                f"{bound(log):6.2f} s = {span(log) / bound(log):.3f} (target <= 1.05)"
+            )
 
         # 2. a quarter one-hop redirects
         rows = urls("redir", redirects=True)
         crawl(write_csv(tmp / "redir.csv", rows), tmp / "redir.jsonl")
         log = run_log(site, "redir")
         all_logs += log
-        figures.append(f"2. redirects {len(log)} requests: wall {span(log):6.2f} s / bound "
-                       f"{bound(log):6.2f} s = {span(log) / bound(log):.3f} (target <= 1.05)")
+        figures.append(
+            f"2. redirects {len(log)} requests: wall {span(log):6.2f} s / bound "
+            f"{bound(log):6.2f} s = {span(log) / bound(log):.3f} (target <= 1.05)"
+        )
 
         # 3. one host answering 429 (Retry-After: 2) to its first requests
         rows = urls("faulty") + [
             site.url(FAULTY, f"/ratelimit/2?retry_after=2&run=faulty&i={i}")
             for i in range(per_host // 5)
         ]
-        crawl(write_csv(tmp / "faulty.csv", rows), tmp / "faulty.jsonl",
-              "URLCHECK_BACKOFF_BASE=1")
+        crawl(write_csv(tmp / "faulty.csv", rows), tmp / "faulty.jsonl", "URLCHECK_BACKOFF_BASE=1")
         log = run_log(site, "faulty")
         all_logs += log
         healthy_with = span(log, HEALTHY)
@@ -147,15 +162,18 @@ def main() -> None:
         figures.append(
             f"3. healthy hosts finish {healthy_with:6.2f} s with a 429 host ({rejected} 429s) / "
             f"{healthy_without:6.2f} s without = {healthy_with / healthy_without:.3f} "
-            "(target <= 1.05)")
+            "(target <= 1.05)"
+        )
 
         # 4. in flight and gaps, over every run above
         stats = host_stats(all_logs)
         in_flight = max(s.max_in_flight for s in stats.values())
         gaps = [s.min_gap for s in stats.values() if s.min_gap is not None]
-        figures.append(f"4. max in flight per host {in_flight} (must be 1); smallest gap between "
-                       f"request starts at the server {min(gaps) * 1000:.1f} ms = "
-                       f"{min(gaps) / 0.290:.3f} of 290 ms (must be >= 1)")
+        figures.append(
+            f"4. max in flight per host {in_flight} (must be 1); smallest gap between "
+            f"request starts at the server {min(gaps) * 1000:.1f} ms = "
+            f"{min(gaps) / 0.290:.3f} of 290 ms (must be >= 1)"
+        )
 
     if not opts.skip_million:
         figures += million(tmp)
@@ -175,24 +193,36 @@ def million(tmp: Path) -> list[str]:
         log = run_log(site, "million")
         # The rate over the crawl's steady state: from the first to the last request.
         rate = len(log) / span(log)
-        allowed = min(len(MANY) / DELAY, 5 / max(
-            sum(e["t_departure"] - e["t_arrival"] for e in log) / len(log), 1e-6))
-        lines.append(f"5. 1,000,000 rows over 50 hosts, first 60 s: peak RSS {peak:6.1f} MB / 150 MB"
-                     f" = {peak / 150:.3f} (target <= 1); rate {rate:6.1f} req/s / allowed "
-                     f"{allowed:6.1f} = {rate / allowed:.3f} (target >= 0.95)")
+        allowed = min(
+            len(MANY) / DELAY,
+            5 / max(sum(e["t_departure"] - e["t_arrival"] for e in log) / len(log), 1e-6),
+        )
+        lines.append(
+            f"5. 1,000,000 rows over 50 hosts, first 60 s: peak RSS {peak:6.1f} MB / 150 MB"
+            f" = {peak / 150:.3f} (target <= 1); rate {rate:6.1f} req/s / allowed "
+            f"{allowed:6.1f} = {rate / allowed:.3f} (target >= 0.95)"
+        )
         relaxed_csv = tmp / "relaxed.csv"
         with relaxed_csv.open("w") as f:
             f.write("url\n")
             for i in range(6000):
                 f.write(f"http://{MANY[i % len(MANY)]}:{site.port}/ok?run=relaxed&i={i}\n")
         start = time.monotonic()
-        crawl(relaxed_csv, tmp / "relaxed.jsonl", "DOWNLOAD_DELAY=0", "CONCURRENT_REQUESTS=64",
-              "CONCURRENT_REQUESTS_PER_DOMAIN=8", "AUTOTHROTTLE_ENABLED=False")
+        crawl(
+            relaxed_csv,
+            tmp / "relaxed.jsonl",
+            "DOWNLOAD_DELAY=0",
+            "CONCURRENT_REQUESTS=64",
+            "CONCURRENT_REQUESTS_PER_DOMAIN=8",
+            "AUTOTHROTTLE_ENABLED=False",
+        )
         wall = time.monotonic() - start
         relaxed = run_log(site, "relaxed")
-        lines.append(f"5b. relaxed politeness (delay 0, 64 in flight, 8 per host): "
-                     f"{len(relaxed) / span(relaxed):6.1f} URLs/s at the server, "
-                     f"{6000 / wall:6.1f} URLs/s including start-up ({wall:.1f} s for 6000)")
+        lines.append(
+            f"5b. relaxed politeness (delay 0, 64 in flight, 8 per host): "
+            f"{len(relaxed) / span(relaxed):6.1f} URLs/s at the server, "
+            f"{6000 / wall:6.1f} URLs/s including start-up ({wall:.1f} s for 6000)"
+        )
     return lines
 
 

@@ -29,8 +29,12 @@ def project_settings(**overrides: Any) -> Settings:
 
 
 # Functional crawl tests check what is reported, not the pace: politeness gets its own tests.
-FAST = {"DOWNLOAD_DELAY": 0, "AUTOTHROTTLE_ENABLED": False, "CONCURRENT_REQUESTS": 16,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 4}
+FAST = {
+    "DOWNLOAD_DELAY": 0,
+    "AUTOTHROTTLE_ENABLED": False,
+    "CONCURRENT_REQUESTS": 16,
+    "CONCURRENT_REQUESTS_PER_DOMAIN": 4,
+}
 
 
 def write_csv(path: Path, text: str) -> Path:

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import logging
-from email.utils import format_datetime
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import pytest
 from scrapy import Request, Spider
@@ -25,8 +25,18 @@ class FakeClock:
 
 @pytest.mark.parametrize(
     ("attempt", "retry_after", "expected"),
-    [(1, None, 30), (2, None, 60), (3, None, 120), (4, None, 240), (5, None, 300),
-     (9, None, 300), (1, 45, 45), (2, 10, 60), (1, 3600, 300), (1, 0, 30)],
+    [
+        (1, None, 30),
+        (2, None, 60),
+        (3, None, 120),
+        (4, None, 240),
+        (5, None, 300),
+        (9, None, 300),
+        (1, 45, 45),
+        (2, 10, 60),
+        (1, 3600, 300),
+        (1, 0, 30),
+    ],
 )
 def test_schedule_doubles_honours_retry_after_and_caps(attempt, retry_after, expected):
     assert BackoffConfig().wait(attempt, retry_after) == expected
@@ -66,9 +76,9 @@ def test_a_shorter_pause_never_cuts_a_longer_one():
 
 
 def test_bad_settings_name_the_setting():
-    with pytest.raises(ConfigError, match="URLCHECK_BACKOFF_BASE.*'soon'"):
+    with pytest.raises(ConfigError, match=r"URLCHECK_BACKOFF_BASE.*'soon'"):
         BackoffConfig.from_settings(Settings({"URLCHECK_BACKOFF_BASE": "soon"}))
-    with pytest.raises(ConfigError, match="URLCHECK_BACKOFF_RETRIES.*>= 0"):
+    with pytest.raises(ConfigError, match=r"URLCHECK_BACKOFF_RETRIES.*>= 0"):
         BackoffConfig.from_settings(Settings({"URLCHECK_BACKOFF_RETRIES": -1}))
     config = BackoffConfig.from_settings(Settings({"URLCHECK_BACKOFF_HTTP_CODES": "429, 503,520"}))
     assert config.http_codes == (429, 503, 520)

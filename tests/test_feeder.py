@@ -23,8 +23,11 @@ def test_grouped_input_is_fed_round_robin_by_host():
 
 
 def test_rows_ahead_per_host_and_overall_are_bounded():
-    feeder = _feeder([(i, "a") for i in range(1, 6)] + [(i, "b") for i in range(6, 9)],
-                     ahead_per_host=2, ahead_total=3)
+    feeder = _feeder(
+        [(i, "a") for i in range(1, 6)] + [(i, "b") for i in range(6, 9)],
+        ahead_per_host=2,
+        ahead_total=3,
+    )
     taken = [feeder.take() for _ in range(3)]
     assert [t.row for t in taken] == [1, 6, 2]
     assert feeder.take() is None  # global limit
@@ -36,8 +39,9 @@ def test_rows_ahead_per_host_and_overall_are_bounded():
 
 def test_paused_hosts_are_skipped_until_they_come_back():
     paused = {"a"}
-    feeder = _feeder([(1, "a"), (2, "a"), (3, "b")], ahead_per_host=5,
-                     is_paused=lambda host: host in paused)
+    feeder = _feeder(
+        [(1, "a"), (2, "a"), (3, "b")], ahead_per_host=5, is_paused=lambda host: host in paused
+    )
     assert feeder.take().row == 3
     assert feeder.take() is None and not feeder.exhausted
     paused.clear()

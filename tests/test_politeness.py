@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from email.utils import format_datetime
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from itertools import pairwise
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
@@ -25,7 +26,9 @@ def strict_site(tmp_path_factory):
 
 
 def run_entries(site, tag):
-    return sorted((e for e in site.log() if f"run={tag}" in e["path"]), key=lambda e: e["t_arrival"])
+    return sorted(
+        (e for e in site.log() if f"run={tag}" in e["path"]), key=lambda e: e["t_arrival"]
+    )
 
 
 @deferred_f_from_coro_f
@@ -45,7 +48,9 @@ async def test_one_in_flight_and_300ms_per_host_on_every_hop(strict_site, tmp_pa
     csv = write_csv(tmp_path / "in.csv", "url\n" + "\n".join(sorted(rows)) + "\n")
     results, _ = await crawl(csv, tmp_path / "out.jsonl")
     assert len(results) == len(rows)
-    assert all(r["final_status"] == 200 for r in results), [r for r in results if r["final_status"] != 200]
+    assert all(r["final_status"] == 200 for r in results), [
+        r for r in results if r["final_status"] != 200
+    ]
     log = [e for e in strict_site.log() if "run=rules" in e["path"] or "/chain/" in e["path"]]
     stats = host_stats(log)
     assert set(stats) == set(HOSTS)
@@ -64,7 +69,11 @@ async def test_a_rate_limited_host_backs_off_alone_then_gives_up(site, tmp_path)
     results, crawler = await crawl(csv, tmp_path / "out.jsonl", URLCHECK_BACKOFF_BASE=0.5)
     rows = {r["url"]: r for r in results}
     for url in slow:
-        assert (rows[url]["status"], rows[url]["final_status"], rows[url]["retries"]) == (429, 429, 3)
+        assert (rows[url]["status"], rows[url]["final_status"], rows[url]["retries"]) == (
+            429,
+            429,
+            3,
+        )
     assert all(rows[url]["final_status"] == 200 for url in healthy)
 
     log = run_entries(site, "giveup")
@@ -77,8 +86,8 @@ async def test_a_rate_limited_host_backs_off_alone_then_gives_up(site, tmp_path)
     assert sum(first < e["t_arrival"] < second for e in good) >= 1
     # The schedule doubles: waits of at least 0.5, 1 and 2 s between one URL's attempts.
     one_url = [e["t_arrival"] for e in bad if e["path"].endswith("i=0")]
-    waits = [b - a for a, b in zip(one_url, one_url[1:])]
-    assert [w >= m for w, m in zip(waits, (0.5, 1.0, 2.0))] == [True, True, True], waits
+    waits = [b - a for a, b in pairwise(one_url)]
+    assert [w >= m for w, m in zip(waits, (0.5, 1.0, 2.0), strict=True)] == [True] * 3, waits
     assert crawler.stats.get_value("urlcheck/backoff/pauses") == 6
 
 
@@ -91,7 +100,7 @@ async def test_retry_after_is_honoured_in_both_forms(site, tmp_path, form):
         value = format_datetime(datetime.now(UTC) + timedelta(seconds=3), usegmt=True)
     tag = f"ra-{form}"
     url = site.url("127.0.0.8", f"/ratelimit/1?retry_after={value}&run={tag}")
-    csv = write_csv(tmp_path / "in.csv", f"url\n\"{url}\"\n")
+    csv = write_csv(tmp_path / "in.csv", f'url\n"{url}"\n')
     results, _ = await crawl(csv, tmp_path / "out.jsonl", URLCHECK_BACKOFF_BASE=0.2)
     [row] = results
     assert (row["status"], row["retries"]) == (200, 1)

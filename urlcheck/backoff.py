@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 from weakref import WeakKeyDictionary
 
 from urlcheck.config import SettingsReader
@@ -84,7 +84,7 @@ class HostBackoff:
     garbage-collected after 60 s, which would drop a 120 s back-off.
     """
 
-    _instances: WeakKeyDictionary[Crawler, HostBackoff] = WeakKeyDictionary()
+    _instances: ClassVar[WeakKeyDictionary[Crawler, HostBackoff]] = WeakKeyDictionary()
 
     def __init__(self, config: BackoffConfig, clock: Clock = time.monotonic) -> None:
         self.config = config
@@ -132,7 +132,9 @@ class HostBackoff:
         for host in [h for h, until in self._until.items() if until <= now]:
             del self._until[host]
         return sorted(
-            (PausedHost(host, self._attempt.get(host, 0), until - now)
-             for host, until in self._until.items()),
+            (
+                PausedHost(host, self._attempt.get(host, 0), until - now)
+                for host, until in self._until.items()
+            ),
             key=lambda p: p.seconds_left,
         )

@@ -7,6 +7,7 @@ Defaults and meanings: docs/settings.md.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -42,7 +43,7 @@ class SettingsReader:
 
     def number(self, name: str, default: float, *, minimum: float | None = 0.0) -> float:
         value = self._convert(name, default, float, "a number")
-        if value != value or (minimum is not None and value < minimum):  # NaN or too small
+        if math.isnan(value) or (minimum is not None and value < minimum):  # NaN or too small
             raise ConfigError(f"setting {name}: expected a number >= {minimum}, got {value!r}")
         return value
 
@@ -87,7 +88,9 @@ class SettingsReader:
         try:
             return tuple(int(str(item).strip()) for item in items if str(item).strip())
         except (TypeError, ValueError):
-            raise ConfigError(f"setting {name}: expected a list of status codes, got {raw!r}") from None
+            raise ConfigError(
+                f"setting {name}: expected a list of status codes, got {raw!r}"
+            ) from None
 
     def str_list(self, name: str) -> tuple[str, ...]:
         raw = self._raw(name, [])
@@ -106,17 +109,13 @@ USER_AGENTS: dict[str, str] = {
         "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_7) AppleWebKit/605.1.15 "
         "(KHTML, like Gecko) Version/18.6 Safari/605.1.15"
     ),
-    "googlebot": (
-        "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
-    ),
+    "googlebot": ("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"),
     "googlebot-smartphone": (
         "Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 "
         "(KHTML, like Gecko) Chrome/142.0.0.0 Mobile Safari/537.36 "
         "(compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
     ),
-    "bingbot": (
-        "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"
-    ),
+    "bingbot": ("Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"),
 }
 
 

@@ -24,8 +24,15 @@ if TYPE_CHECKING:
 _BY_TYPE: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
     ((CannotResolveHostError, txerror.DNSLookupError), "dns"),
     ((DownloadTimeoutError, txerror.TimeoutError, txerror.TCPTimedOutError), "timeout"),
-    ((DownloadConnectionRefusedError, txerror.ConnectionRefusedError, txerror.ConnectError,
-      txerror.NoRouteError), "connect"),
+    (
+        (
+            DownloadConnectionRefusedError,
+            txerror.ConnectionRefusedError,
+            txerror.ConnectError,
+            txerror.NoRouteError,
+        ),
+        "connect",
+    ),
     ((ResponseDataLossError, txerror.ConnectionLost, txerror.ConnectionDone), "connection_lost"),
     ((UnsupportedURLSchemeError,), "unsupported_scheme"),
 )

@@ -20,7 +20,9 @@ def chain_cell(chain: list[dict[str, Any]]) -> str:
     steps = []
     for entry in chain:
         status = entry.get("status")
-        steps.append(f"{status if status is not None else entry.get('error', 'error')} {entry['url']}")
+        steps.append(
+            f"{status if status is not None else entry.get('error', 'error')} {entry['url']}"
+        )
     return " -> ".join(steps)
 
 
@@ -44,4 +46,6 @@ def flatten(item: dict[str, Any]) -> dict[str, Any]:
 class SafeCsvItemExporter(CsvItemExporter):
     def export_item(self, item: Any) -> None:
         flat = flatten(ItemAdapter(item).asdict())
-        super().export_item({k: neutralise(v) if isinstance(v, str) else v for k, v in flat.items()})
+        super().export_item(
+            {k: neutralise(v) if isinstance(v, str) else v for k, v in flat.items()}
+        )

@@ -4,12 +4,14 @@ clear line and its own exit code instead of a traceback from inside the crawl.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from urlcheck.backoff import BackoffConfig
 from urlcheck.config import CheckConfig, ConfigError, resolve_user_agent
 from urlcheck.csvinput import CsvSource, InputError
+from urlcheck.extensions.jobcontrol import JobControlConfig
 from urlcheck.jobs.errors import InputMismatchError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.lock import JobLock
@@ -35,15 +37,16 @@ def check_settings(settings: BaseSettings) -> None:
         check(settings)
 
 
-SETTINGS_CHECKS: list[Any] = []
+SETTINGS_CHECKS: list[Callable[[BaseSettings], object]] = [JobControlConfig.from_settings]
 
 
 def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | None:
     """Run the checks; returns the job lock to hold for the whole crawl (None without JOBDIR)."""
     csv = spider_args.get("csv")
     if not csv:
-        raise PreflightError("the check spider needs the input file: -a csv=PATH",
-                             ExitCode.INPUT_ERROR)
+        raise PreflightError(
+            "the check spider needs the input file: -a csv=PATH", ExitCode.INPUT_ERROR
+        )
     try:
         check_settings(settings)
         CsvSource(csv).close()

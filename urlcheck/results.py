@@ -23,10 +23,22 @@ class RowTask:
     notes: list[str] = field(default_factory=list)
 
 
-def hop(url: str, status: int | None = None, location: str | None = None,
-        ms: int | None = None, kind: str | None = None, error: str | None = None) -> dict[str, Any]:
-    entry: dict[str, Any] = {"url": url, "status": status, "location": location, "ms": ms,
-                             "kind": kind}
+def hop(
+    url: str,
+    *,
+    status: int | None = None,
+    location: str | None = None,
+    ms: int | None = None,
+    kind: str | None = None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "url": url,
+        "status": status,
+        "location": location,
+        "ms": ms,
+        "kind": kind,
+    }
     if error is not None:
         entry["error"] = error
     return entry

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from urlcheck.jobs.done import DoneRows
-from urlcheck.jobs.prepare import PreparedJob, prepare_job
-from urlcheck.jobs.prepare import _free_name as free_name
+from urlcheck.jobs.prepare import PreparedJob, free_name, prepare_job
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

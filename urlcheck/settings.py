@@ -66,6 +66,7 @@ ITEM_PIPELINES = {
     "urlcheck.pipelines.ResultsPipeline": 300,
 }
 EXTENSIONS = {
+    "urlcheck.extensions.jobcontrol.JobControl": 100,
     "urlcheck.extensions.summary.Summary": 500,
     "scrapy.extensions.telnet.TelnetConsole": None,
 }

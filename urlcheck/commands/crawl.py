@@ -9,12 +9,14 @@ After it: the exit code says how the job ended (docs/jobs.md), so cron can alert
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from urlcheck.jobs.exitcodes import ExitCode
+from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
+from urlcheck.jobs.files import JobMeta
 from urlcheck.preflight import PreflightError, preflight
 
 if TYPE_CHECKING:
@@ -28,6 +30,10 @@ def exit_code(crawler: Crawler) -> ExitCode:
     reason = stats.get("finish_reason")
     if reason == "input_error":
         return ExitCode.INPUT_ERROR
+    jobdir = crawler.settings.get("JOBDIR")
+    meta = JobMeta.load(Path(jobdir)) if jobdir else None
+    if meta is not None:  # the whole job's verdicts, not only this run's
+        return exit_code_for(meta)
     if reason == "cancelled":
         return ExitCode.CANCELLED
     spider = crawler.spider

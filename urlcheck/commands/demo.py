@@ -39,7 +39,9 @@ class Command(ScrapyCommand):
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
-        parser.add_argument("--jobdir", default="demo-job", help="job directory (default: demo-job)")
+        parser.add_argument(
+            "--jobdir", default="demo-job", help="job directory (default: demo-job)"
+        )
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
@@ -55,9 +57,17 @@ class Command(ScrapyCommand):
         csv = DEMO_CSV
         port = DEMO_PORT if _port_free(DEMO_PORT) else 0
         server = subprocess.Popen(
-            [sys.executable, "-m", "urlcheck.demo.site", "--hosts", ",".join(DEMO_HOSTS),
-             "--port", str(port)],
-            stdout=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "urlcheck.demo.site",
+                "--hosts",
+                ",".join(DEMO_HOSTS),
+                "--port",
+                str(port),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
         )
         try:
             assert server.stdout is not None
@@ -86,10 +96,14 @@ class Command(ScrapyCommand):
             print("No results were written.")
             return
         rows = [json.loads(line) for line in results.read_text("utf-8").splitlines() if line]
-        print(f"\n{'row':>3}  {'status':>6}  {'final':>5}  {'hops':>4}  {'verdict':<7}  url / problem")
+        print(
+            f"\n{'row':>3}  {'status':>6}  {'final':>5}  {'hops':>4}  {'verdict':<7}  url / problem"
+        )
         for r in sorted(rows, key=lambda r: r["row"]):
             problem = r["error"] or ("loop" if r["loop"] else "") or ", ".join(r["reasons"])
-            print(f"{r['row']:>3}  {r['status'] or '-'!s:>6}  {r['final_status'] or '-'!s:>5}  "
-                  f"{r['hops']:>4}  {r['verdict'] or '-':<7}  {r['url']}"
-                  + (f"  [{problem}]" if problem else ""))
+            print(
+                f"{r['row']:>3}  {r['status'] or '-'!s:>6}  {r['final_status'] or '-'!s:>5}  "
+                f"{r['hops']:>4}  {r['verdict'] or '-':<7}  {r['url']}"
+                + (f"  [{problem}]" if problem else "")
+            )
         print(f"\n{len(rows)} rows checked. Results: {results.resolve()}")

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import html
+import ipaddress
 import re
 import struct
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
+from urlcheck.demo.pages import NORMAL_PAGE, PAGES, DemoPage, down_page
 from urlcheck.demo.wire import Abort, Reply, Request, Response, reason
 
 MIB = 1024 * 1024
@@ -33,6 +35,7 @@ class Exchange:
     host: str  # Host header without port, lower-case (the local address when there is none)
     port: int  # the local port the request arrived on
     counters: dict[tuple[str, str], int]
+    client: str = ""  # IP address of the TCP peer: through a proxy, the proxy's egress address
 
     def hit(self) -> int:
         """Count this request against (host, path+query); returns the count including it."""
@@ -337,3 +340,49 @@ async def no_head_501(exchange: Exchange) -> Reply:
     if exchange.request.method == "HEAD":
         return page(501, "HEAD is not implemented here")
     return page(200, "ok, but not to HEAD")
+
+
+def _demo_page(name: str) -> DemoPage:
+    page = PAGES.get(name)
+    if page is None:
+        raise BadParamError(f"no page named {name!r}; there are: {', '.join(sorted(PAGES))}")
+    return page
+
+
+def _serve_page(page: DemoPage) -> Response:
+    # The site sends its own Server header; a second one from the page would only confuse.
+    headers = tuple((k, v) for k, v in page.headers if k.lower() != "server")
+    return Response(page.status, headers, page.body)
+
+
+@route("/captcha/{name}")
+async def captcha(exchange: Exchange, name: str) -> Reply:
+    """A vendor's captcha, challenge or block page, with its status and headers (see pages.py)."""
+    return _serve_page(_demo_page(name))
+
+
+@route("/by-client")
+async def by_client(exchange: Exchange) -> Reply:
+    """The `as` page (default cloudflare) to clients in `blocked` (IPs or CIDRs), else 200."""
+    page = _demo_page(exchange.request.arg("as") or "cloudflare")
+    networks = []
+    for entry in (exchange.request.arg("blocked") or "").split(","):
+        if entry.strip():
+            try:
+                networks.append(ipaddress.ip_network(entry.strip(), strict=False))
+            except ValueError:
+                raise BadParamError(f"blocked must list IP addresses, got {entry!r}") from None
+    try:
+        client = ipaddress.ip_address(exchange.client)
+    except ValueError:
+        client = None
+    if client is not None and any(client in network for network in networks):
+        return _serve_page(page)
+    return Response(200, (("Content-Type", HTML),), NORMAL_PAGE)
+
+
+@route("/down")
+async def down(exchange: Exchange) -> Reply:
+    """503 (or `status`, 500-599) to everyone, nginx's error page, no Retry-After."""
+    code = _int(exchange.request.arg("status"), "status", 500, 599, 503)
+    return Response(code, (("Content-Type", "text/html"),), down_page(code))

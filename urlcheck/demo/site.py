@@ -198,7 +198,8 @@ class _Site:
             body = f"429 rejected by the min-gap rule: {rejection}\n".encode()
             return Response(429, (("Content-Type", "text/plain"),), body)
         try:
-            return await dispatch(Exchange(request, host, port, self.counters))
+            client = record["client"].rpartition(":")[0]
+            return await dispatch(Exchange(request, host, port, self.counters, client))
         except Exception:
             logger.exception("endpoint failed on %s %s", request.method, request.target)
             return Response(500, (("Content-Type", "text/plain"),), b"500 endpoint failed\n")

@@ -52,11 +52,13 @@ class Summary:
     def spider_closed(self, reason: str) -> None:
         stats = self.stats.get_stats()
         lines = [f"urlcheck summary ({reason}): {stats.get('urlcheck/rows', 0)} rows checked"]
-        for title, prefix in (("first status", "urlcheck/status/"),
-                              ("final status", "urlcheck/final_status/"),
-                              ("verdicts", "urlcheck/verdict/"),
-                              ("errors", "urlcheck/error/")):
-            found = sorted((k[len(prefix):], v) for k, v in stats.items() if k.startswith(prefix))
+        for title, prefix in (
+            ("first status", "urlcheck/status/"),
+            ("final status", "urlcheck/final_status/"),
+            ("verdicts", "urlcheck/verdict/"),
+            ("errors", "urlcheck/error/"),
+        ):
+            found = sorted((k[len(prefix) :], v) for k, v in stats.items() if k.startswith(prefix))
             if found:
                 lines.append(f"  {title}: " + ", ".join(f"{k} {v}" for k, v in found))
         for title, key in (("redirected", "urlcheck/redirected"), ("loops", "urlcheck/loops")):

@@ -57,7 +57,10 @@ class HostBackoffMiddleware:
         for paused in self.backoff.paused():
             logger.info(
                 "Host %s is backing off (attempt %d of %d): %.0f s left",
-                paused.host, paused.attempt, self.config.retries + 1, paused.seconds_left,
+                paused.host,
+                paused.attempt,
+                self.config.retries + 1,
+                paused.seconds_left,
             )
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
@@ -86,7 +89,12 @@ class HostBackoffMiddleware:
         stats.inc_value("urlcheck/backoff/pauses")
         logger.info(
             "Host %s answered %d to %s: pausing that host %.0f s (attempt %d of %d%s)",
-            host, response.status, request.url, seconds, attempt, self.config.retries + 1,
+            host,
+            response.status,
+            request.url,
+            seconds,
+            attempt,
+            self.config.retries + 1,
             "" if retry_after is None else f", Retry-After {retry_after:.0f} s",
         )
         return retry

@@ -22,8 +22,16 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Headers, Response
 
-_BODYLESS_TYPES = (b"image/", b"video/", b"audio/", b"font/", b"application/pdf",
-                   b"application/zip", b"application/octet-stream", b"application/x-")
+_BODYLESS_TYPES = (
+    b"image/",
+    b"video/",
+    b"audio/",
+    b"font/",
+    b"application/pdf",
+    b"application/zip",
+    b"application/octet-stream",
+    b"application/x-",
+)
 _META_BYTES = "_urlcheck_body_bytes"
 
 
@@ -31,7 +39,7 @@ def inflate(body: bytes, encoding: bytes, limit: int) -> bytes | None:
     """At most ``limit`` bytes of a gzip or deflate body, tolerating truncation; None when the
     body is not in that encoding after all."""
     # 47 = auto-detect gzip or zlib header; -15 = raw deflate, which some servers send.
-    for wbits in ((47, -15) if encoding == b"deflate" else (47,)):
+    for wbits in (47, -15) if encoding == b"deflate" else (47,):
         try:
             return zlib.decompressobj(wbits).decompress(body, limit)
         except zlib.error:

@@ -51,8 +51,8 @@ class PoolConfig:
     min_outcomes: int = _f(10, "Outcomes needed before a rate-based rule may fire.")
     recent_window: int = _f(5, "Length of the 'recent outcomes' window.")
     recent_failures: int = _f(3, "Failures within the recent window that trip a proxy.")
-    burst_false_alarm: float = _f(
-        1e-6, "Most likely chance trip of the recent-failures rule; raises it in noisy pools."
+    trip_false_alarm: float = _f(
+        1e-6, "Largest chance that a typical proxy trips by bad luck; raises the bar in noise."
     )
     quarantine_below: float = _f(0.70, "Success rate under which a proxy trips.")
     degrade_below: float = _f(0.90, "Success rate under which a proxy is degraded.")
@@ -207,7 +207,7 @@ _UNIT_FIELDS = (
     "our_side_share",
     "our_side_recover_above",
     "outlier_min_gap",
-    "burst_false_alarm",
+    "trip_false_alarm",
 )
 _POSITIVE_FIELDS = (
     "lease_ttl",

@@ -118,41 +118,34 @@ class Trip(NamedTuple):
 def trip(window: Window, cfg: PoolConfig, noise: float = 0.0) -> Trip | None:
     """Has this window crossed the failure threshold? Failure is accumulated, never one error.
 
-    `noise` is the failure rate of a typical proxy right now. Where failures are common for
-    everyone, both rules ask for more, so that chance alone rarely trips a good proxy.
+    `noise` is the failure rate of a typical proxy right now. Both rules also ask that chance
+    alone, at that rate, would reach this many failures with probability `trip_false_alarm` at
+    most: in a clean pool 3 of the last 5 is enough, where everyone fails now and then it is not.
     """
     n = window.n
+    alarm = cfg.trip_false_alarm
+    noise = round(noise, 3)
     if n >= cfg.min_outcomes:
         rate = window.success_rate(cfg.soft_failure_weight)
-        bar = min(cfg.quarantine_below, 1.0 - noise - cfg.blame_margin)
-        if rate < bar:
-            return Trip(f"success {rate:.0%} < {bar:.0%} over {n}", True)
+        if rate < cfg.quarantine_below and chance(n, round((1.0 - rate) * n), noise) <= alarm:
+            return Trip(f"success {rate:.0%} < {cfg.quarantine_below:.0%} over {n}", True)
         captcha = window.captchas / n
         if captcha >= cfg.captcha_quarantine_rate:
             return Trip(f"captcha rate {captcha:.0%} over {n}", True)
     failures = window.recent_failures
-    if failures >= cfg.recent_failures:
-        needed = burst_needed(
-            round(noise, 3), cfg.recent_window, cfg.recent_failures, cfg.burst_false_alarm
-        )
-        if needed is not None and failures >= needed:
-            return Trip(f"{failures} failures in the last {cfg.recent_window}", False)
+    if failures >= cfg.recent_failures and chance(cfg.recent_window, failures, noise) <= alarm:
+        return Trip(f"{failures} failures in the last {cfg.recent_window}", False)
     return None
 
 
-@functools.lru_cache(maxsize=1024)
-def burst_needed(noise: float, window: int, least: int, false_alarm: float) -> int | None:
-    """Failures among the last `window` outcomes that chance alone reaches with probability
-    `false_alarm` at most, given the typical failure rate `noise`; at least `least`. None when
-    even a full window of failures is too likely (then only the sustained rule applies)."""
-    for needed in range(least, window + 1):
-        tail = math.fsum(
-            math.comb(window, k) * noise**k * (1.0 - noise) ** (window - k)
-            for k in range(needed, window + 1)
-        )
-        if tail <= false_alarm:
-            return needed
-    return None
+@functools.lru_cache(maxsize=4096)
+def chance(n: int, k: int, p: float) -> float:
+    """P(at least k failures among n outcomes), each failing with probability p."""
+    if k <= 0:
+        return 1.0
+    if p <= 0.0:
+        return 0.0
+    return math.fsum(math.comb(n, j) * p**j * (1.0 - p) ** (n - j) for j in range(k, n + 1))
 
 
 def degrade_reason(window: Window, cfg: PoolConfig) -> str | None:

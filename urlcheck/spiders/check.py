@@ -28,7 +28,7 @@ from urlcheck.jobs.errors import JobError
 from urlcheck.middlewares.backoff import META_RETRY_AFTER
 from urlcheck.results import RowTask, build_result, hop
 from urlcheck.resultsfile import ResultsPlan, plan_results
-from urlcheck.urls import InvalidURL, host_key, hop_kind, normalise_input, resolve_location
+from urlcheck.urls import InvalidURL, hop_kind, host_key, normalise_input, resolve_location
 from urlcheck.verdict import VerdictRules
 
 if TYPE_CHECKING:
@@ -45,6 +45,18 @@ META_RETRIES = "urlcheck_retries"
 _META_GET_FALLBACK = "_urlcheck_get_fallback"
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _INDEX_YIELD_EVERY = 20_000
+# Settings that change what a result says; recorded in the job's meta.json.
+SHAPING_SETTINGS = (
+    "URLCHECK_METHOD",
+    "URLCHECK_MAX_HOPS",
+    "URLCHECK_FOLLOW_META_REFRESH",
+    "URLCHECK_VERDICT_IGNORE_TRAILING_SLASH",
+    "URLCHECK_TEMPORARY_REDIRECT",
+    "URLCHECK_MAX_CHAIN_HOPS",
+    "URLCHECK_BACKOFF_RETRIES",
+    "COOKIES_ENABLED",
+    "ROBOTSTXT_OBEY",
+)
 
 
 class CheckSpider(Spider):
@@ -95,7 +107,7 @@ class CheckSpider(Spider):
             source = CsvSource(self.csv_path)
             self.results = plan_results(self.crawler.settings, self.out, self.csv_path)
         except (InputError, JobError) as exc:
-            logger.error("%s", exc)  # noqa: TRY400 - a bad input file is not a bug
+            logger.error("%s", exc)
             raise CloseSpider("input_error") from None
         done = self.results.done
         feeder = self.feeder = HostFeeder(
@@ -119,8 +131,21 @@ class CheckSpider(Spider):
         self.total_rows = count + len(done)
         logger.info(
             "%s: %d rows, %d already done, %d to check across %d hosts (%d invalid)",
-            self.csv_path, self.total_rows, len(done), len(feeder), len(feeder.hosts), len(invalid),
+            self.csv_path,
+            self.total_rows,
+            len(done),
+            len(feeder),
+            len(feeder.hosts),
+            len(invalid),
         )
+        if self.results.job is not None:
+            settings = self.crawler.settings
+            self.job_context = self.results.job.context(
+                total_rows=self.total_rows,
+                user_agent=str(settings.get("USER_AGENT")),
+                shaping_settings={name: settings.get(name) for name in SHAPING_SETTINGS},
+                paused_hosts=self.backoff.paused,
+            )
         for row, offset in invalid:
             yield self._invalid_result(source.read_at(offset, row))
         while not feeder.exhausted:
@@ -172,7 +197,12 @@ class CheckSpider(Spider):
     # --- one hop ---------------------------------------------------------------------------------
 
     def _request(
-        self, task: RowTask, url: str, chain: list[dict[str, Any]], *, retries: int = 0,
+        self,
+        task: RowTask,
+        url: str,
+        chain: list[dict[str, Any]],
+        *,
+        retries: int = 0,
         method: str | None = None,
     ) -> Request:
         return Request(
@@ -218,18 +248,26 @@ class CheckSpider(Spider):
         ):
             if "head_fallback_get" not in task.notes:
                 task.notes.append("head_fallback_get")
-            return self._request(task, response.url, meta[META_CHAIN], method="GET",
-                                 retries=meta[META_RETRIES] + meta.get("retry_times", 0))
+            return self._request(
+                task,
+                response.url,
+                meta[META_CHAIN],
+                method="GET",
+                retries=meta[META_RETRIES] + meta.get("retry_times", 0),
+            )
         chain: list[dict[str, Any]] = [*meta[META_CHAIN]]
         latency = meta.get("download_latency")
-        entry = hop(response.url, status, ms=None if latency is None else round(latency * 1000))
+        entry = hop(
+            response.url, status=status, ms=None if latency is None else round(latency * 1000)
+        )
         chain.append(entry)
         meta[META_CHAIN] = chain
         if status in REDIRECT_STATUSES or (300 <= status < 400 and b"Location" in response.headers):
             return self._follow(response, entry, response.headers.get(b"Location"))
         if 300 <= status < 400:
-            return self._finish(response, error="bad_location",
-                                error_message=f"{status} without a Location header")
+            return self._finish(
+                response, error="bad_location", error_message=f"{status} without a Location header"
+            )
         refresh = self._meta_refresh(response)
         if refresh is not None and self.config.follow_meta_refresh and 200 <= status < 300:
             return self._follow(response, entry, refresh.encode())
@@ -250,7 +288,8 @@ class CheckSpider(Spider):
             return self._finish(response, loop=True)
         if len(chain) > self.config.max_hops:
             return self._finish(
-                response, error="too_many_hops",
+                response,
+                error="too_many_hops",
                 error_message=f"more than {self.config.max_hops} redirects (URLCHECK_MAX_HOPS)",
             )
         task: RowTask = meta[META_TASK]

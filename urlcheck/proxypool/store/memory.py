@@ -530,11 +530,7 @@ class MemoryStore(PoolStore):
             return  # a fallback lease: nothing more to learn
         certain = bool(code & PROXY_FAULT)
         entries = site_rec.entries
-        if state is State.PROBING and (
-            certain
-            or blame.site_verdict(entries, rec.id, start=now, end=now, own_success=0.0, cfg=cfg)
-            is _PROXY
-        ):
+        if state is State.PROBING and (certain or self._half_open_verdict(rec, entries, now)):
             # Half-open: one failure that is clearly the proxy's sends it back, longer.
             self._bench(rec, "failed while half-open", now, events)
             return
@@ -614,11 +610,20 @@ class MemoryStore(PoolStore):
                     site_rec.entries, rec.id, start=start, end=end, own_success=own, cfg=cfg
                 )
             )
+        unknown = [s for s, verdict in verdicts.items() if verdict is blame.Verdict.UNKNOWN]
+        if unknown:
+            # No peer on those sites at the time (one-off hosts): compare with the whole pool.
+            start = min(spans[s][0] for s in unknown)
+            end = max(spans[s][1] for s in unknown)
+            overall = blame.site_verdict(
+                self._pool, rec.id, start=start, end=end, own_success=own, cfg=cfg
+            )
+            for s in unknown:
+                verdicts[s] = overall
         blamed_n = sum(1 for _, s, _ in failures if verdicts[s] is _PROXY)
         unknown_n = sum(1 for _, s, _ in failures if verdicts[s] is blame.Verdict.UNKNOWN)
-        # Failures on sites where no peer was seen at the time (one-off hosts, or too long ago)
-        # may count for the sustained rule: its record is well under the typical proxy's (see
-        # `health.trip`). The burst rule needs peers who did better.
+        # With no peers at all, the sustained rule stands on its own: it is already a test
+        # against the typical proxy's failure rate (see `health.trip`).
         counted = blamed_n + unknown_n if tripped.sustained else blamed_n
         if counted < needed:
             if blamed_n or unknown_n:
@@ -660,6 +665,18 @@ class MemoryStore(PoolStore):
         self._bench(rec, f"{tripped.reason}; concentrated on it at {where}", now, events)
         return True
 
+    def _half_open_verdict(
+        self, rec: _ProxyRec, entries: deque[tuple[float, str, int]], now: float
+    ) -> bool:
+        """Is one failure of a half-open proxy its own? Peers on the site say, else the pool."""
+        cfg = self.config
+        verdict = blame.site_verdict(entries, rec.id, start=now, end=now, own_success=0.0, cfg=cfg)
+        if verdict is blame.Verdict.UNKNOWN:
+            verdict = blame.site_verdict(
+                self._pool, rec.id, start=now, end=now, own_success=0.0, cfg=cfg
+            )
+        return verdict is _PROXY
+
     def _own(self, window: Window) -> float:
         """A window's success rate as the blame rules see it: the worse of burst and record."""
         cfg = self.config
@@ -683,6 +700,10 @@ class MemoryStore(PoolStore):
                 if bad <= (1.0 - cfg.quarantine_below) * n:
                     fails += bad
                     total += n
+        if total < len(self._pool) and len(self._pool) >= cfg.min_outcomes:
+            # Too little per-proxy history yet (a fresh pool): take the pool's recent failure
+            # rate, bad proxies and all. Erring high only delays the first quarantines.
+            fails, total = self._pool_fails, len(self._pool)
         self._noise_at = now
         self._noise_value = fails / total if total else 0.0
         return self._noise_value
