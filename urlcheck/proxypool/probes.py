@@ -7,6 +7,7 @@ same URL recently worked through another proxy.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -34,10 +35,12 @@ class ProbeTask:
 class ControlUrlStats:
     """Recent probe results of one control URL, across proxies."""
 
-    __slots__ = ("broken", "failed", "ok", "results", "url")
+    __slots__ = ("broken", "checking_until", "failed", "last_ok_at", "ok", "results", "url")
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self.last_ok_at = -math.inf
+        self.checking_until = -math.inf  # a check through a working proxy is in flight
         self.results: deque[tuple[str, bool]] = deque(maxlen=_RESULTS_KEPT)
         self.broken = False
         self.ok = 0
@@ -46,11 +49,12 @@ class ControlUrlStats:
     def worked_through_other(self, proxy_id: str) -> bool:
         return any(ok and who != proxy_id for who, ok in self.results)
 
-    def push(self, proxy_id: str, ok: bool, broken_after: int) -> str | None:
+    def push(self, proxy_id: str, ok: bool, broken_after: int, now: float) -> str | None:
         """Record a result; returns a reason when the URL just broke, "" when it just recovered."""
         self.results.append((proxy_id, ok))
         if ok:
             self.ok += 1
+            self.last_ok_at = now
             if self.broken:
                 self.broken = False
                 return ""

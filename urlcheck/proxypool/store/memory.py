@@ -998,11 +998,34 @@ class MemoryStore(PoolStore):
                 if at <= now:
                     due.append((at, rec))
             due.sort(key=lambda item: item[0])
-            tasks = []
-            for _, rec in due[: cfg.probe_batch]:
+            tasks: list[tuple[str, str]] = []
+            for _, rec in due:
+                if len(tasks) >= cfg.probe_batch:
+                    break
+                url = self._control_url_for(rec)
                 rec.probe_inflight_until = now + cfg.probe_timeout
-                tasks.append((rec.id, self._control_url_for(rec)))
+                tasks.append((rec.id, url))
+                stats = self._control[url]
+                if (
+                    rec.state not in IN_SERVICE
+                    and stats.last_ok_at < now - cfg.probe_idle_max
+                    and stats.checking_until <= now
+                    and len(tasks) < cfg.probe_batch
+                ):
+                    # A failed probe counts only against a URL known to work: a busy pool never
+                    # probes its working proxies, so check the URL through one of them too.
+                    witness = self._probe_witness(now)
+                    if witness is not None:
+                        witness.probe_inflight_until = now + cfg.probe_timeout
+                        stats.checking_until = now + cfg.probe_timeout
+                        tasks.append((witness.id, url))
             return tasks
+
+    def _probe_witness(self, now: float) -> _ProxyRec | None:
+        healthy = [
+            r for r in self._cands if r.state is State.HEALTHY and r.probe_inflight_until <= now
+        ]
+        return min(healthy, key=lambda r: r.last_probe, default=None)
 
     def _control_url_for(self, rec: _ProxyRec) -> str:
         # Rotate per proxy, so that consecutive probes of one proxy use different URLs.
@@ -1021,7 +1044,7 @@ class MemoryStore(PoolStore):
                 stats = self._control[control_url] = ControlUrlStats(control_url)
             conclusive = ok or (stats.worked_through_other(proxy_id) and self._our_side is None)
             change = stats.push(
-                proxy_id, ok, min(cfg.control_url_broken_after, max(1, len(self._proxies)))
+                proxy_id, ok, min(cfg.control_url_broken_after, max(1, len(self._proxies))), now
             )
             if change is not None:
                 events.append(ControlUrlChanged(control_url, bool(change), change or "works again"))
