@@ -6,6 +6,16 @@ politeness figures. Both live in the package (the demo command and bench/ use th
 
 from urlcheck.demo import DEFAULT_HOSTS
 from urlcheck.demo.launcher import SiteServer
+from urlcheck.demo.proxylauncher import ProxyServer, running_proxies, unused_port
 from urlcheck.demo.serverlog import HostStats, host_stats, read_log
 
-__all__ = ["DEFAULT_HOSTS", "HostStats", "SiteServer", "host_stats", "read_log"]
+__all__ = [
+    "DEFAULT_HOSTS",
+    "HostStats",
+    "ProxyServer",
+    "SiteServer",
+    "host_stats",
+    "read_log",
+    "running_proxies",
+    "unused_port",
+]

@@ -5,10 +5,11 @@ first match as a `Detection`. Each signature is a small function whose docstring
 of the real page it recognises; docs/detection.md lists them all.
 
 A signature that is only a widget (reCAPTCHA, hCaptcha, Turnstile) needs corroboration, because
-normal pages embed those widgets in login and contact forms: an error status, 202, or a title or
-heading that speaks of a check. Generic phrases ("verify you are human") need the page to show them
-prominently or to be short, so an article that quotes them is not a captcha. A 403 without a
-block marker is the site's own answer about the page, not a block.
+normal pages embed those widgets in login and contact forms: a status that challenges are sent
+with (202, 401, 403, 405, 429, 503), or a title or heading that speaks of a check. Generic phrases
+("verify you are human") need the page to show them prominently or to be short, so an article
+that quotes them is not a captcha. A 403 without a block marker is the site's own answer about
+the page, not a block.
 """
 
 from __future__ import annotations
@@ -338,8 +339,9 @@ _RECAPTCHA_WIDGET = re.compile(
 @_signature("captcha", "google")
 def recaptcha(page: ResponseView) -> bool:
     """A reCAPTCHA challenge: the ``www.google.com/recaptcha/api.js`` (or ``recaptcha.net``, or
-    ``recaptcha/enterprise.js``) script or the ``g-recaptcha`` element, corroborated (error
-    status, or a title or heading about a check): forms embed reCAPTCHA on normal pages. Not the
+    ``recaptcha/enterprise.js``) script or the ``g-recaptcha`` element, corroborated (a status
+    challenges use, or a title or heading about a check): forms embed reCAPTCHA on normal pages,
+    and sites reuse their template for 404s. Not the
     invisible v3 script (``api.js?render=<site key>``), which only scores visitors."""
     return (
         page.corroborated()

@@ -60,6 +60,8 @@ ROBOTSTXT_OBEY = False
 DOWNLOADER_MIDDLEWARES = {
     # process_request runs in ascending order, process_response in descending order.
     "urlcheck.middlewares.backoff.HostBackoffMiddleware": 560,
+    # Off (NotConfigured) unless URLCHECK_PROXIES or URLCHECK_PROXY_FILE name proxies.
+    "urlcheck.middlewares.proxy.ProxyPoolMiddleware": 580,
     "urlcheck.middlewares.bodycap.BodyCapMiddleware": 595,
 }
 ITEM_PIPELINES = {
@@ -68,6 +70,7 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     "urlcheck.extensions.jobcontrol.JobControl": 100,
     "urlcheck.extensions.summary.Summary": 500,
+    "urlcheck.extensions.proxyprobes.ProxyProbes": 510,
     "scrapy.extensions.telnet.TelnetConsole": None,
 }
 

@@ -51,14 +51,43 @@ def _page(
     return DemoPage(status, headers, body.encode(), kind, vendor, signature)
 
 
+# Cloudflare's error pages share one template: the head, and the footer with the Ray ID.
+_CLOUDFLARE_HEADERS = (("Server", "cloudflare"), ("CF-RAY", "8a1b2c3d4e5f6789-FRA"))
+_CLOUDFLARE_ERROR_TOP = """<!DOCTYPE html>
+<!--[if lt IE 7]> <html class="no-js ie6 oldie" lang="en-US"> <![endif]-->
+<!--[if gt IE 8]><!--> <html class="no-js" lang="en-US"> <!--<![endif]-->
+<head>
+"""
+_CLOUDFLARE_FOOTER_TOP = """<div class="cf-error-footer cf-wrapper w-240 lg:w-full py-10 sm:py-4 sm:px-8 mx-auto text-center sm:text-left border-solid border-0 border-t border-gray-300">
+<p class="text-13">
+<span class="cf-footer-item sm:block sm:mb-1">Cloudflare Ray ID: <strong class="font-semibold">8a1b2c3d4e5f6789</strong></span>
+"""
+_CLOUDFLARE_FOOTER_BOTTOM = """<span class="cf-footer-item sm:block sm:mb-1"><span>Performance &amp; security by</span> <a rel="noopener noreferrer" href="https://www.cloudflare.com/5xx-error-landing" id="brand_link" target="_blank">Cloudflare</a></span>
+</p>
+</div>
+</div>
+</div>
+</body>
+</html>
+"""
+
+
+def _cloudflare_block(page: str, footer: str = "") -> DemoPage:
+    """A 403 on Cloudflare's error template: `page` from the <title> to the end of the error
+    details, and `footer` between the footer's Ray ID and its "Performance & security" line."""
+    body = (
+        _CLOUDFLARE_ERROR_TOP + page + _CLOUDFLARE_FOOTER_TOP + footer + _CLOUDFLARE_FOOTER_BOTTOM
+    )
+    return _page(403, body, "block", "cloudflare", "cloudflare-block", *_CLOUDFLARE_HEADERS)
+
+
 CLOUDFLARE_CHALLENGE = _page(
     403,
     """<!DOCTYPE html><html lang="en-US"><head><title>Just a moment...</title><meta http-equiv="Content-Type" content="text/html; charset=UTF-8"><meta http-equiv="X-UA-Compatible" content="IE=Edge"><meta name="robots" content="noindex,nofollow"><meta name="viewport" content="width=device-width,initial-scale=1"><style>*{box-sizing:border-box;margin:0;padding:0}html{line-height:1.15;-webkit-text-size-adjust:100%;color:#313131}</style><meta http-equiv="refresh" content="390"></head><body class="no-js"><div class="main-wrapper" role="main"><div class="main-content"><noscript><div id="challenge-error-title"><div class="h2"><span class="icon-wrapper"><div class="heading-icon warning-icon"></div></span><span id="challenge-error-text">Enable JavaScript and cookies to continue</span></div></div></noscript></div></div><script>(function(){window._cf_chl_opt={cvId: '3',cZone: "shop.example.com",cType: 'managed',cRay: '8a1b2c3d4e5f6789',cH: 'Xq2.Lr9kz0aBcD',cUPMDTk: "\\/?__cf_chl_tk=Qm1hZGUgdXA-1714557600-0.0.1.1-1234",cFPWv: 'b',cITimeS: '1714557600',cTTimeMs: '1000',cMTimeMs: '390000',cTplC: 0,cTplV: 5,cTplB: 'cf',cK: "",fa: "\\/?__cf_chl_f_tk=Qm1hZGUgdXA-1714557600-0.0.1.1-1234",md: "bWFkZSB1cA",mdrd: "bWFkZSB1cA",cRq: {ru: 'aHR0cHM6Ly9zaG9wLmV4YW1wbGUuY29tLw==',ra: 'TW96aWxsYS81LjA=',d: 'bWFkZSB1cA==',t: 'MTcxNDU1NzYwMC4wMDAwMDA=',m: 'bWFkZSB1cA=',i1: 'bWFkZSB1cA==',i2: 'bWFkZSB1cA==',zh: 'bWFkZSB1cA==',uh: 'bWFkZSB1cA==',hh: 'bWFkZSB1cA==',}};var cpo = document.createElement('script');cpo.src = '/cdn-cgi/challenge-platform/h/b/orchestrate/chl_page/v1?ray=8a1b2c3d4e5f6789';window._cf_chl_opt.cOgUHash = location.hash === '' && location.href.indexOf('#') !== -1 ? '#' : location.hash;window._cf_chl_opt.cOgUQuery = location.search === '' && location.href.slice(0, location.href.length - window._cf_chl_opt.cOgUHash.length).indexOf('?') !== -1 ? '?' : location.search;if (window.history && window.history.replaceState) {var ogU = location.pathname + window._cf_chl_opt.cOgUQuery + window._cf_chl_opt.cOgUHash;history.replaceState(null, null, "\\/?__cf_chl_rt_tk=Qm1hZGUgdXA-1714557600-0.0.1.1-1234" + window._cf_chl_opt.cOgUHash);cpo.onload = function() {history.replaceState(null, null, ogU);}}document.getElementsByTagName('head')[0].appendChild(cpo);}());</script></body></html>""",
     "captcha",
     "cloudflare",
     "cloudflare-challenge",
-    ("Server", "cloudflare"),
-    ("CF-RAY", "8a1b2c3d4e5f6789-FRA"),
+    *_CLOUDFLARE_HEADERS,
     ("cf-mitigated", "challenge"),
     ("Cache-Control", "private, max-age=0, no-store, no-cache, must-revalidate"),
     ("Cross-Origin-Opener-Policy", "same-origin"),
@@ -349,13 +378,8 @@ Reference&#32;&#35;18&#46;2f1c3e17&#46;1714557600&#46;9a8b7c6
     ("Expires", "Wed, 01 May 2024 10:00:00 GMT"),
 )
 
-CLOUDFLARE_1020 = _page(
-    403,
-    """<!DOCTYPE html>
-<!--[if lt IE 7]> <html class="no-js ie6 oldie" lang="en-US"> <![endif]-->
-<!--[if gt IE 8]><!--> <html class="no-js" lang="en-US"> <!--<![endif]-->
-<head>
-<title>Access denied | shop.example.com used Cloudflare to restrict access</title>
+CLOUDFLARE_1020 = _cloudflare_block(
+    """<title>Access denied | shop.example.com used Cloudflare to restrict access</title>
 <meta charset="UTF-8" />
 <meta http-equiv="Content-Type" content="text/html; charset=UTF-8" />
 <meta name="robots" content="noindex, nofollow" />
@@ -380,34 +404,15 @@ CLOUDFLARE_1020 = _page(
 <p>This website is using a security service to protect itself from online attacks.</p>
 </div>
 </section>
-<div class="cf-error-footer cf-wrapper w-240 lg:w-full py-10 sm:py-4 sm:px-8 mx-auto text-center sm:text-left border-solid border-0 border-t border-gray-300">
-<p class="text-13">
-<span class="cf-footer-item sm:block sm:mb-1">Cloudflare Ray ID: <strong class="font-semibold">8a1b2c3d4e5f6789</strong></span>
-<span class="cf-footer-separator sm:hidden">&bull;</span>
+""",
+    """<span class="cf-footer-separator sm:hidden">&bull;</span>
 <span id="cf-footer-item-ip" class="cf-footer-item hidden sm:block sm:mb-1">Your IP: <span class="hidden" id="cf-footer-ip">203.0.113.7</span></span>
 <span class="cf-footer-separator sm:hidden">&bull;</span>
-<span class="cf-footer-item sm:block sm:mb-1"><span>Performance &amp; security by</span> <a rel="noopener noreferrer" href="https://www.cloudflare.com/5xx-error-landing" id="brand_link" target="_blank">Cloudflare</a></span>
-</p>
-</div>
-</div>
-</div>
-</body>
-</html>
 """,
-    "block",
-    "cloudflare",
-    "cloudflare-block",
-    ("Server", "cloudflare"),
-    ("CF-RAY", "8a1b2c3d4e5f6789-FRA"),
 )
 
-CLOUDFLARE_WAF_BLOCK = _page(
-    403,
-    """<!DOCTYPE html>
-<!--[if lt IE 7]> <html class="no-js ie6 oldie" lang="en-US"> <![endif]-->
-<!--[if gt IE 8]><!--> <html class="no-js" lang="en-US"> <!--<![endif]-->
-<head>
-<title>Attention Required! | Cloudflare</title>
+CLOUDFLARE_WAF_BLOCK = _cloudflare_block(
+    """<title>Attention Required! | Cloudflare</title>
 <meta charset="UTF-8" />
 <meta name="robots" content="noindex, nofollow" />
 <link rel="stylesheet" id="cf_styles-css" href="/cdn-cgi/styles/cf.errors.css" />
@@ -428,22 +433,7 @@ CLOUDFLARE_WAF_BLOCK = _page(
 </div>
 </div>
 </div>
-<div class="cf-error-footer cf-wrapper w-240 lg:w-full py-10 sm:py-4 sm:px-8 mx-auto text-center sm:text-left border-solid border-0 border-t border-gray-300">
-<p class="text-13">
-<span class="cf-footer-item sm:block sm:mb-1">Cloudflare Ray ID: <strong class="font-semibold">8a1b2c3d4e5f6789</strong></span>
-<span class="cf-footer-item sm:block sm:mb-1"><span>Performance &amp; security by</span> <a rel="noopener noreferrer" href="https://www.cloudflare.com/5xx-error-landing" id="brand_link" target="_blank">Cloudflare</a></span>
-</p>
-</div>
-</div>
-</div>
-</body>
-</html>
 """,
-    "block",
-    "cloudflare",
-    "cloudflare-block",
-    ("Server", "cloudflare"),
-    ("CF-RAY", "8a1b2c3d4e5f6789-FRA"),
 )
 
 IMPERVA = _page(

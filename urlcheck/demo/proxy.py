@@ -17,10 +17,8 @@ import binascii
 import contextlib
 import hmac
 import ipaddress
-import json
 import logging
 import os
-import signal
 import socket
 import struct
 import sys
@@ -31,6 +29,8 @@ from pathlib import Path
 from typing import Literal, NotRequired, TypedDict, TypeVar, get_args
 from urllib.parse import urlsplit
 
+from urlcheck.demo.launcher import serve
+from urlcheck.demo.serverlog import RequestLog
 from urlcheck.demo.wire import http_date, reason
 
 __all__ = ["AUTH_ENV", "REALM", "Mode", "ProxyConfig", "ProxyLogRecord", "RunningProxy", "main"]
@@ -101,22 +101,6 @@ class ProxyConfig:
 
 class _BadRequestError(Exception):
     pass
-
-
-class _LogFile:
-    """One JSON line per request, each a single os.write, as the demo site's log."""
-
-    def __init__(self, path: Path) -> None:
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-
-    def write(self, record: ProxyLogRecord) -> None:
-        if self._fd is not None:
-            os.write(self._fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
 
 @dataclass(slots=True)
@@ -254,7 +238,7 @@ class _Exchange:
 @dataclass(slots=True)
 class _Proxy:
     config: ProxyConfig
-    log: _LogFile | None
+    log: RequestLog | None
     clock: Callable[[], float]
     egress: str = field(init=False)
     _expected: bytes | None = field(init=False)
@@ -553,7 +537,7 @@ async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> Non
 class RunningProxy:
     port: int
     server: asyncio.Server
-    log: _LogFile | None
+    log: RequestLog | None
 
     def close(self) -> None:
         self.server.close()
@@ -566,25 +550,12 @@ async def start_proxy(config: ProxyConfig, clock: Callable[[], float] = time.tim
     for name, address in (("listen", config.listen), ("egress", config.egress)):
         if address is not None and not _loopback(address):
             raise ValueError(f"--{name} must be a loopback address, got {address!r}")
-    log = _LogFile(config.log_path) if config.log_path is not None else None
+    log = RequestLog(config.log_path) if config.log_path is not None else None
     proxy = _Proxy(config, log, clock)
     server = await asyncio.start_server(
         proxy.connection, config.listen, config.port, limit=_MAX_LINE, backlog=1024
     )
     return RunningProxy(server.sockets[0].getsockname()[1], server, log)
-
-
-async def _serve(config: ProxyConfig) -> None:
-    running = await start_proxy(config)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    print(f"READY {running.port}", flush=True)
-    try:
-        await stop.wait()
-    finally:
-        running.close()
 
 
 def _parse_args(argv: Sequence[str] | None) -> ProxyConfig:
@@ -627,12 +598,7 @@ def _parse_args(argv: Sequence[str] | None) -> ProxyConfig:
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve until SIGTERM or SIGINT; exit status 0, or 1 when the address cannot be bound."""
     config = _parse_args(argv)
-    try:
-        asyncio.run(_serve(config))
-    except OSError as exc:
-        print(f"urlcheck.demo.proxy: cannot listen on {config.listen}: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return serve(start_proxy(config), f"urlcheck.demo.proxy: cannot listen on {config.listen}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import errno
 import logging
-import signal
 import socket
 import struct
 import sys
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from urlcheck.demo import DEFAULT_HOSTS
+from urlcheck.demo.launcher import serve
 from urlcheck.demo.routes import HTML, Exchange, dispatch
 from urlcheck.demo.serverlog import HostStats, LogRecord, RequestLog, host_stats, read_log
 from urlcheck.demo.wire import (
@@ -369,19 +369,6 @@ async def start_site(config: SiteConfig, clock: Callable[[], float] = time.time)
     return RunningSite(sockets[0].getsockname()[1], servers, log)
 
 
-async def _serve(config: SiteConfig) -> None:
-    running = await start_site(config)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    print(f"READY {running.port}", flush=True)
-    try:
-        await stop.wait()
-    finally:
-        running.close()
-
-
 def _parse_args(argv: Sequence[str] | None) -> SiteConfig:
     parser = argparse.ArgumentParser(prog="python -m urlcheck.demo.site", description=__doc__)
     parser.add_argument(
@@ -412,14 +399,8 @@ def _parse_args(argv: Sequence[str] | None) -> SiteConfig:
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve until SIGTERM or SIGINT; exit status 0, or 1 when the addresses cannot be bound."""
     config = _parse_args(argv)
-    try:
-        asyncio.run(_serve(config))
-    except OSError as exc:
-        print(
-            f"urlcheck.demo.site: cannot listen on {','.join(config.hosts)}: {exc}", file=sys.stderr
-        )
-        return 1
-    return 0
+    where = ",".join(config.hosts)
+    return serve(start_site(config), f"urlcheck.demo.site: cannot listen on {where}")
 
 
 if __name__ == "__main__":

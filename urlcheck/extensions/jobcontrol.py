@@ -120,7 +120,7 @@ class JobControl:
     def from_crawler(cls, crawler: Crawler) -> Self:
         jobdir = crawler.settings.get("JOBDIR")
         if not jobdir:
-            raise NotConfigured("JOBDIR is not set")
+            raise NotConfigured  # no JOBDIR, no job: nothing to warn about
         extension = cls(crawler, Path(jobdir), JobControlConfig.from_settings(crawler.settings))
         connect = crawler.signals.connect
         connect(extension.spider_opened, signal=signals.spider_opened)

@@ -75,6 +75,7 @@ class PoolConfig:
     dead_probe_interval: float = _f(1800.0, "Seconds between probes of a dead proxy.")
     # Protecting the pool from itself
     quarantine_cap: float = _f(0.30, "Largest share of proxies out of service at once.")
+    pair_bench_cap: float = _f(0.50, "Largest share of proxies benched on one site at once.")
     min_in_service: int = _f(2, "Proxies kept in service whatever happens (all, when fewer).")
     # Blame
     blame_peer_outcomes: int = _f(10, "Recent outcomes of other proxies compared on a site.")
@@ -199,6 +200,7 @@ _UNIT_FIELDS = (
     "backoff_jitter",
     "ramp_start",
     "quarantine_cap",
+    "pair_bench_cap",
     "blame_margin",
     "site_fault_below",
     "site_fault_share",

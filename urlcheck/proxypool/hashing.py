@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable
 from typing import TypeVar
 
-__all__ = ["rendezvous_order", "rendezvous_pick", "rendezvous_score", "stable_hash"]
+__all__ = ["rendezvous_pick", "rendezvous_score", "stable_hash"]
 
 _MASK64 = (1 << 64) - 1
 _T = TypeVar("_T")
@@ -46,11 +46,3 @@ def rendezvous_pick(key: str, nodes: Iterable[tuple[_T, int, float]]) -> _T | No
         if score > best_score:
             best, best_score = node, score
     return best
-
-
-def rendezvous_order(key: str, nodes: Iterable[tuple[_T, int, float]]) -> list[_T]:
-    """All nodes, best first: the fallback order when the first choice is full."""
-    key_hash = stable_hash(key)
-    scored = [(rendezvous_score(key_hash, h, w), i, n) for i, (n, h, w) in enumerate(nodes)]
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [node for _, _, node in scored]

@@ -39,13 +39,13 @@ class Window:
     only materialised once a non-zero code arrives: a healthy pair costs a few integers.
     """
 
-    __slots__ = ("_codes", "_mask", "_n", "_size", "blocks", "captchas", "fails", "recent", "softs")
+    __slots__ = ("_codes", "_mask", "_size", "blocks", "captchas", "fails", "n", "recent", "softs")
 
     def __init__(self, size: int, recent: int) -> None:
         self._size = size
         self._mask = (1 << recent) - 1
         self._codes: deque[int] | None = None
-        self._n = 0
+        self.n = 0  # outcomes in the window
         self.fails = 0
         self.softs = 0
         self.captchas = 0
@@ -57,15 +57,17 @@ class Window:
         codes = self._codes
         if codes is None:
             if not code:
-                if self._n < self._size:
-                    self._n += 1
+                if self.n < self._size:
+                    self.n += 1
                 self.recent = (self.recent << 1) & self._mask
                 return
-            codes = self._codes = deque(repeat(0, self._n), maxlen=self._size)
-        if len(codes) == self._size:
+            codes = self._codes = deque(repeat(0, self.n), maxlen=self._size)
+        if self.n == self._size:
             old = codes[0]
             if old:
                 self._count(old, -1)
+        else:
+            self.n += 1
         codes.append(code)
         if code:
             self._count(code, 1)
@@ -83,11 +85,7 @@ class Window:
 
     def reset(self) -> None:
         self._codes = None
-        self._n = self.fails = self.softs = self.captchas = self.blocks = self.recent = 0
-
-    @property
-    def n(self) -> int:
-        return self._n if self._codes is None else len(self._codes)
+        self.n = self.fails = self.softs = self.captchas = self.blocks = self.recent = 0
 
     @property
     def recent_failures(self) -> int:
@@ -104,10 +102,6 @@ class Window:
         """Success rate with one imagined success, so that 1 failure in 1 is not zero."""
         n = self.n
         return 1.0 - (self.fails + soft_weight * self.softs) / (n + 1)
-
-    def rate(self, count: int) -> float:
-        n = self.n
-        return count / n if n else 0.0
 
 
 class Trip(NamedTuple):

@@ -144,6 +144,14 @@ class ProxyPool:
         if events:
             self._log(events)
 
+    def end_session(self, key: str) -> bool:
+        """End the key's sticky session now, e.g. after a block: a visitor that was shown a
+        captcha is not moved to another proxy mid-session; the next acquire starts afresh."""
+        ended = self._store.end_session(key)
+        if ended:
+            logger.debug("sticky session ended on request")
+        return ended
+
     # ---------------------------------------------------------------- probes
 
     def due_probes(self, now: float | None = None) -> list[ProbeTask]:

@@ -16,6 +16,7 @@ from .hashing import rendezvous_score
 __all__ = [
     "Candidate",
     "PairView",
+    "effective_weight",
     "pick_least_connections",
     "pick_round_robin",
     "pick_sticky",

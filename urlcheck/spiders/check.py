@@ -26,6 +26,7 @@ from urlcheck.errors import classify_failure
 from urlcheck.feeder import HostFeeder
 from urlcheck.jobs.errors import JobError
 from urlcheck.middlewares.backoff import META_RETRY_AFTER
+from urlcheck.middlewares.proxy import META_BLOCKED, META_PROXY
 from urlcheck.results import RowTask, build_result, hop
 from urlcheck.resultsfile import ResultsPlan, plan_results
 from urlcheck.urls import InvalidURL, hop_kind, host_key, normalise_input, resolve_location
@@ -232,6 +233,7 @@ class CheckSpider(Spider):
             rules=self.rules,
             retries=meta[META_RETRIES] + meta.get("retry_times", 0),
             retry_after=meta.get(META_RETRY_AFTER),
+            proxy=meta.get(META_PROXY),
             **fields,
         )
         self._row_finished(task)
@@ -262,6 +264,14 @@ class CheckSpider(Spider):
         )
         chain.append(entry)
         meta[META_CHAIN] = chain
+        blocked = meta.get(META_BLOCKED)
+        if blocked is not None:  # every try through the proxy pool met a captcha or block
+            entry["block"] = blocked
+            return self._finish(
+                response,
+                error="blocked",
+                error_message=f"{blocked} (status {status}) on every proxy tried",
+            )
         if status in REDIRECT_STATUSES or (300 <= status < 400 and b"Location" in response.headers):
             return self._follow(response, entry, response.headers.get(b"Location"))
         if 300 <= status < 400:

@@ -68,6 +68,10 @@ class PoolStore(ABC):
         """Atomically: end the lease and apply the outcome to the proxy, pair, site and pool."""
 
     @abstractmethod
+    def end_session(self, key: str) -> bool:
+        """Atomically: forget the key's sticky session (its next acquire starts a new one)."""
+
+    @abstractmethod
     def due_probes(self, now: float) -> list[tuple[str, str]]:
         """Atomically: pick up to probe_batch (proxy id, control URL) due now, marked in flight."""
 

@@ -73,7 +73,6 @@ class _ProxyRec:
     __slots__ = (
         "active",
         "cap",
-        "degrade_why",
         "failed_cycles",
         "id",
         "idle_after",
@@ -126,7 +125,6 @@ class _ProxyRec:
         self.lat_n = 0
         self.spiking = False
         self.outlier: str | None = None
-        self.degrade_why = ""
         # (time, site, seq) of the latest failures; seq numbers the proxy window's outcomes
         self.recent_fail: deque[tuple[float, str, int]] = deque(maxlen=cfg.recent_window)
         self.seq = 0
@@ -210,7 +208,6 @@ class MemoryStore(PoolStore):
         self._sites: dict[str, _SiteRec] = {}
         self._pool: deque[tuple[float, str, int, str]] = deque()
         self._pool_fails = 0
-        self._pool_ok = 1.0
         self._pool_latency = 0.0
         self._our_side: str | None = None
         self._our_countdown = 0
@@ -265,8 +262,12 @@ class MemoryStore(PoolStore):
                 self._cands.remove(rec)
                 self._refresh_max_weight()
             events: list[Event] = []
-            self._ensure_min_in_service(now, events)
+            self._enforce_limits(now, events)
             return True, events
+
+    def end_session(self, key: str) -> bool:
+        with self._lock:
+            return self._sessions.pop(key, None) is not None
 
     # ----------------------------------------------------------------- acquire
 
@@ -367,7 +368,6 @@ class MemoryStore(PoolStore):
         if len(pool) == cfg.global_window_size and pool[0][2] & FAIL:
             self._pool_fails -= 1
         pool.append((now, rec.id, code, site))
-        self._pool_ok += self._pool_alpha * ((0.0 if fail else 1.0) - self._pool_ok)
         site_rec = self._sites.get(site)
         if site_rec is None:
             site_rec = self._sites[site] = _SiteRec(cfg)
@@ -395,12 +395,12 @@ class MemoryStore(PoolStore):
             value = 0.0 if fail else (1.0 - cfg.soft_failure_weight if code & SOFT else 1.0)
             pair.route += self._pair_alpha * (value - pair.route)
             pair.factor = health.success_factor(pair.route, cfg)
-        if site_rec.fault is not None or self._our_side is not None:
-            return events  # excused: the site or our side is at fault, not this proxy
-        pair.window.push(code)
         if code & PERMANENT:
             self._kill(rec, "proxy authentication failed (407)", now, events)
             return events
+        if site_rec.fault is not None or self._our_side is not None:
+            return events  # excused: the site or our side is at fault, not this proxy
+        pair.window.push(code)
         if not fail:
             if code:
                 # rate limited: soft, and for this pair only
@@ -480,7 +480,10 @@ class MemoryStore(PoolStore):
                 rec.stable_since = now
                 self._set_state(rec, State.HEALTHY, "ramp complete: full weight", now, ev)
         elif state is State.HEALTHY or state is State.DEGRADED:
-            self._check_degraded(rec, now, ev)
+            # A success cannot lower a window's rates: a healthy proxy can only be degraded by
+            # a latency spike or the outlier rule here.
+            if state is State.DEGRADED or rec.spiking or rec.outlier is not None:
+                self._check_degraded(rec, now, ev)
             if rec.level and now - rec.stable_since >= cfg.backoff_reset_after:
                 rec.level = 0  # worked stably for a while: the next quarantine starts short again
         if (
@@ -501,15 +504,14 @@ class MemoryStore(PoolStore):
             why = f"outlier: {rec.outlier}"
         if rec.state is State.HEALTHY:
             if why is not None:
-                rec.degrade_why = why
                 self._set_state(rec, State.DEGRADED, why, now, events)
         elif why is None and health.recovered(rec.window, cfg):
             self._set_state(rec, State.HEALTHY, "recovered", now, events)
 
     def _degrade(self, rec: _ProxyRec, why: str, now: float, events: list[Event]) -> None:
+        """Lower the weight first (only a healthy proxy changes state; the reason is logged)."""
         if rec.state is State.HEALTHY:
             self._set_state(rec, State.DEGRADED, why, now, events)
-        rec.degrade_why = why
 
     # ----------------------------------------------------------------- blame
 
@@ -692,18 +694,26 @@ class MemoryStore(PoolStore):
         # Pooled over the proxies that are not failing outright: the bad ones are what the
         # rules look for, not part of the background.
         fails = total = 0.0
+        failing: set[str] = set()
         for r in self._cands:
             window = r.window
             n = window.n
-            if n >= cfg.min_outcomes and r.state is not State.PROBING:
-                bad = window.fails + cfg.soft_failure_weight * window.softs
-                if bad <= (1.0 - cfg.quarantine_below) * n:
-                    fails += bad
-                    total += n
-        if total < len(self._pool) and len(self._pool) >= cfg.min_outcomes:
-            # Too little per-proxy history yet (a fresh pool): take the pool's recent failure
-            # rate, bad proxies and all. Erring high only delays the first quarantines.
-            fails, total = self._pool_fails, len(self._pool)
+            if not n or r.state is State.PROBING:
+                continue
+            bad = window.fails + cfg.soft_failure_weight * window.softs
+            if bad > (1.0 - cfg.quarantine_below) * n:
+                failing.add(r.id)
+            elif n >= cfg.min_outcomes:
+                fails += bad
+                total += n
+        if total < len(self._pool):
+            # Too little per-proxy history yet (a fresh pool): take the pool's recent outcomes,
+            # leaving out those of proxies failing outright.
+            fails = total = 0.0
+            for _, proxy_id, code, _ in self._pool:
+                if proxy_id not in failing:
+                    total += 1
+                    fails += code & FAIL
         self._noise_at = now
         self._noise_value = fails / total if total else 0.0
         return self._noise_value
@@ -830,7 +840,7 @@ class MemoryStore(PoolStore):
         if rec.state is State.DEAD:
             return
         self._set_state(rec, State.DEAD, reason, now, events)
-        self._ensure_min_in_service(now, events)
+        self._enforce_limits(now, events)
 
     def _return(self, rec: _ProxyRec, reason: str, now: float, events: list[Event]) -> None:
         """Quarantine over: half-open, with fresh windows and a small share of traffic."""
@@ -841,15 +851,22 @@ class MemoryStore(PoolStore):
         rec.outlier = None
         self._set_state(rec, State.PROBING, reason, now, events)
 
-    def _ensure_min_in_service(self, now: float, events: list[Event]) -> None:
-        # Better to work through doubtful proxies than to stop: bring back the soonest due.
-        required = self._required_in_service()
-        while len(self._cands) < required:
-            waiting = [r for r in self._proxies.values() if r.state is State.QUARANTINED]
-            if not waiting:
+    def _enforce_limits(self, now: float, events: list[Event]) -> None:
+        """Keep the cap and the minimum when the pool shrinks (removals, 407 deaths): bring back
+        the quarantined proxies due soonest. Better doubtful proxies than too few."""
+        while self._counts[State.QUARANTINED]:
+            total = len(self._proxies)
+            required = self._required_in_service()
+            cap = int(self.config.quarantine_cap * total + 1e-9)
+            out = self._counts[State.QUARANTINED] + self._counts[State.DEAD]
+            if len(self._cands) < required:
+                reason = f"keeping the minimum of {required} in service"
+            elif out > cap:
+                reason = f"keeping under the quarantine cap of {cap}"
+            else:
                 return
-            rec = min(waiting, key=lambda r: r.until)
-            self._return(rec, f"keeping the minimum of {required} in service", now, events)
+            waiting = [r for r in self._proxies.values() if r.state is State.QUARANTINED]
+            self._return(min(waiting, key=lambda r: r.until), reason, now, events)
 
     def _set_state(
         self, rec: _ProxyRec, new: State, reason: str, now: float, events: list[Event]
@@ -900,10 +917,12 @@ class MemoryStore(PoolStore):
         cfg = self.config
         if pair.benched_until > now or self._our_side is not None or site_rec.fault is not None:
             return
-        # The pool's protections apply per site as well.
+        # The pool's protections apply per site as well, with their own cap: benching a pair
+        # costs only that site, and when most proxies fail on a site the site is at fault
+        # anyway. One pair may always go, so small pools can route around a blocking site.
         benched = sum(1 for p in site_rec.pairs.values() if p.benched_until > now)
         serving = len(self._cands)
-        if benched + 1 > int(cfg.quarantine_cap * serving + 1e-9):
+        if benched + 1 > max(1, int(cfg.pair_bench_cap * serving + 1e-9)):
             return
         if serving - benched - 1 < self._required_in_service():
             return

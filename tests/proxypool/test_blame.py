@@ -1,0 +1,89 @@
+from urlcheck.proxypool import PoolConfig
+from urlcheck.proxypool.blame import (
+    Verdict,
+    our_side_reason,
+    outliers,
+    site_fault_reason,
+    site_verdict,
+)
+from urlcheck.proxypool.outcome import FAIL
+
+CFG = PoolConfig()
+
+
+def entries(rows: list[tuple[float, str, int]]) -> list[tuple[float, str, int]]:
+    return rows
+
+
+def test_peers_green_blames_the_proxy() -> None:
+    rows = [(float(t), f"p{t % 5}", 0) for t in range(20)] + [(20.0, "bad", FAIL)]
+    verdict = site_verdict(rows, "bad", start=18.0, end=20.0, own_success=0.4, cfg=CFG)
+    assert verdict is Verdict.PROXY
+
+
+def test_peers_failing_blames_the_site() -> None:
+    rows = [(float(t), f"p{t % 5}", FAIL) for t in range(20)]
+    verdict = site_verdict(rows, "p0", start=18.0, end=20.0, own_success=0.0, cfg=CFG)
+    assert verdict is Verdict.SITE
+
+
+def test_too_few_peers_is_unknown() -> None:
+    rows = [(10.0, "p1", 0), (11.0, "me", FAIL)]
+    verdict = site_verdict(rows, "me", start=11.0, end=11.0, own_success=0.0, cfg=CFG)
+    assert verdict is Verdict.UNKNOWN
+
+
+def test_same_stretch_of_time_only() -> None:
+    # Peers were green a minute ago; since this proxy started failing they fail too.
+    rows = [(float(t), "peer", 0) for t in range(30)]
+    rows += [(100.0 + t, f"p{t}", FAIL) for t in range(4)]
+    verdict = site_verdict(rows, "me", start=100.0, end=104.0, own_success=0.0, cfg=CFG)
+    assert verdict is Verdict.SITE
+    # Green history far in the past is out of reach altogether.
+    old = [(float(t), "peer", 0) for t in range(30)]
+    verdict = site_verdict(old, "me", start=500.0, end=501.0, own_success=0.0, cfg=CFG)
+    assert verdict is Verdict.UNKNOWN
+
+
+def test_peers_must_be_clearly_better() -> None:
+    rows = [(float(t), f"p{t % 4}", FAIL if t % 3 == 0 else 0) for t in range(12)]
+    # peers at ~67%: a proxy at 60% is not clearly worse
+    verdict = site_verdict(rows, "me", start=10.0, end=11.0, own_success=0.6, cfg=CFG)
+    assert verdict is Verdict.SITE
+    verdict = site_verdict(rows, "me", start=10.0, end=11.0, own_success=0.2, cfg=CFG)
+    assert verdict is Verdict.PROXY
+
+
+def test_site_fault_needs_most_proxies_failing() -> None:
+    spread = [(float(t), f"p{t % 10}", FAIL if t % 5 else 0) for t in range(50)]
+    fails = sum(code & FAIL for _, _, code in spread)
+    reason = site_fault_reason(spread, fails, CFG)
+    assert reason is not None
+    assert "of 10 proxies fail here" in reason
+    # the same failure count, concentrated on two proxies out of ten: not the site
+    one = [(float(t), f"p{t % 10}", FAIL if t % 10 < 2 else 0) for t in range(50)]
+    assert site_fault_reason(one, sum(c for _, _, c in one), CFG) is None
+
+
+def test_our_side_needs_proxies_and_sites() -> None:
+    everything = [(float(t), f"p{t % 10}", FAIL, f"s{t % 4}") for t in range(200)]
+    assert our_side_reason(everything, 200, CFG) is not None
+    one_site = [(float(t), f"p{t % 10}", FAIL, "s0") for t in range(200)]
+    assert our_side_reason(one_site, 200, CFG) is None  # that is a site fault
+    few_proxies = [
+        (float(t), f"p{t % 10}", FAIL if t % 10 < 3 else 0, f"s{t % 4}") for t in range(200)
+    ]
+    assert our_side_reason(few_proxies, 60, CFG) is None
+
+
+def test_envoy_outlier_rule() -> None:
+    rates = [(f"p{i}", 0.98) for i in range(9)] + [("slow", 0.6)]
+    found = outliers(rates, CFG)
+    assert set(found) == {"slow"}
+    assert outliers(rates[:4], CFG) == {}  # too few hosts
+    # 30% at zero success: the bar drops below zero and nobody is an outlier
+    bad_batch = [(f"g{i}", 1.0) for i in range(7)] + [(f"b{i}", 0.0) for i in range(3)]
+    assert outliers(bad_batch, CFG) == {}
+    # a tight, healthy pool does not call 95% an outlier next to 99%
+    tight = [(f"p{i}", 0.99) for i in range(9)] + [("p9", 0.95)]
+    assert outliers(tight, CFG) == {}

@@ -1,0 +1,270 @@
+import json
+import logging
+from collections import Counter
+
+import pytest
+
+from urlcheck.proxypool import (
+    ErrorKind,
+    ManualClock,
+    MemoryStore,
+    NoProxyAvailableError,
+    Outcome,
+    PoolConfig,
+    Proxy,
+    ProxyPool,
+    State,
+    store_from_uri,
+)
+
+from .sim import CONTROL_URLS, OK, TIMEOUT, clock_of, make_pool, proxy_urls
+
+
+def states(pool: ProxyPool) -> dict[str, str]:
+    return {p["id"]: p["state"] for p in pool.snapshot()["proxies"]}
+
+
+def test_acquire_and_release() -> None:
+    pool = make_pool(3)
+    lease = pool.acquire("example.com")
+    assert lease.site == "example.com"
+    assert lease.key is None
+    assert not lease.session_lost
+    assert not lease.fallback
+    assert lease.proxy in pool.proxies
+    snapshot = pool.snapshot()
+    assert snapshot["totals"]["leases_active"] == 1
+    assert sum(p["active"] for p in snapshot["proxies"]) == 1
+    pool.release(lease, OK)
+    snapshot = pool.snapshot()
+    assert snapshot["totals"]["leases_active"] == 0
+    assert snapshot["totals"]["outcomes_total"] == 1
+    assert snapshot["matrix"]["example.com"][lease.proxy.id]["outcomes"] == 1
+
+
+def test_release_twice_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    pool = make_pool(2)
+    lease = pool.acquire("a")
+    pool.release(lease, OK)
+    with caplog.at_level(logging.WARNING, logger="urlcheck.proxypool"):
+        pool.release(lease, TIMEOUT)
+    assert pool.snapshot()["totals"]["outcomes_total"] == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        f"lease {lease.id} on {lease.proxy.id} released twice; ignored"
+    ]
+
+
+def test_empty_pool_raises() -> None:
+    pool = ProxyPool(clock=ManualClock())
+    with pytest.raises(NoProxyAvailableError, match="no proxy in the pool"):
+        pool.acquire("a")
+
+
+def test_cap_then_fallback_or_fail_closed() -> None:
+    open_pool = ProxyPool(["http://h1:1 max_concurrent=1"], clock=ManualClock())
+    first = open_pool.acquire("a")
+    second = open_pool.acquire("a")  # nothing eligible: the least bad one
+    assert not first.fallback
+    assert second.fallback
+    assert second.proxy == first.proxy
+    closed = ProxyPool(
+        ["http://h1:1 max_concurrent=1"], PoolConfig(fail_closed=True), clock=ManualClock()
+    )
+    closed.acquire("a")
+    with pytest.raises(NoProxyAvailableError, match="no eligible proxy for a"):
+        closed.acquire("a")
+
+
+def test_per_proxy_cap_spreads_load() -> None:
+    pool = ProxyPool(proxy_urls(4), PoolConfig(max_concurrent=2), clock=ManualClock(), seed=3)
+    leases = [pool.acquire("a") for _ in range(8)]
+    assert Counter(lease.proxy.id for lease in leases) == {p.id: 2 for p in pool.proxies}
+    assert not any(lease.fallback for lease in leases)
+    assert pool.acquire("a").fallback
+
+
+@pytest.mark.parametrize("strategy", ["weighted", "round_robin", "least_connections"])
+def test_every_strategy_uses_every_proxy(strategy: str) -> None:
+    pool = ProxyPool(proxy_urls(5), PoolConfig(strategy=strategy), clock=ManualClock(), seed=1)
+    used: Counter[str] = Counter()
+    for _ in range(500):
+        lease = pool.acquire("a")
+        used[lease.proxy.id] += 1
+        pool.release(lease, OK)
+    assert len(used) == 5
+    assert min(used.values()) > 50
+
+
+def test_round_robin_order() -> None:
+    pool = ProxyPool(proxy_urls(3), PoolConfig(strategy="round_robin"), clock=ManualClock())
+    ids = [pool.acquire("a").proxy.id for _ in range(6)]
+    assert ids == [p.id for p in pool.proxies] * 2
+
+
+def test_least_connections_prefers_idle() -> None:
+    pool = ProxyPool(proxy_urls(3), PoolConfig(strategy="least_connections"), clock=ManualClock())
+    held = [pool.acquire("a") for _ in range(3)]
+    assert len({lease.proxy.id for lease in held}) == 3
+    pool.release(held[1], OK)
+    assert pool.acquire("a").proxy.id == held[1].proxy.id
+
+
+def test_add_and_remove_at_run_time(caplog: pytest.LogCaptureFixture) -> None:
+    pool = make_pool(2)
+    with caplog.at_level(logging.INFO, logger="urlcheck.proxypool"):
+        added = pool.add("http://10.9.9.9:3128 weight=3 tags=de")
+        assert added.id in {p.id for p in pool.proxies}
+        assert pool.remove(added.id)
+        assert not pool.remove(added.id)
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["proxy 10.9.9.9:3128 added", "proxy 10.9.9.9:3128 removed"]
+    assert len(pool.proxies) == 2
+    assert pool.get(added.id) is None
+
+
+def test_readding_updates_spec_and_keeps_health() -> None:
+    pool = make_pool(4)
+    target = pool.proxies[0]
+    clock = clock_of(pool)
+    for _ in range(40):
+        lease = pool.acquire("a")
+        pool.release(lease, TIMEOUT if lease.proxy == target else OK)
+        clock.advance(0.1)
+    before = {p["id"]: p for p in pool.snapshot()["proxies"]}[target.id]
+    pool.add(Proxy.from_url(target.url, weight=5.0))
+    after = {p["id"]: p for p in pool.snapshot()["proxies"]}[target.id]
+    assert after["static_weight"] == 5.0
+    assert after["state"] == before["state"]
+    assert after["outcomes"] == before["outcomes"]
+
+
+def test_proxy_auth_failure_kills_at_once(caplog: pytest.LogCaptureFixture) -> None:
+    pool = make_pool(5)
+    with caplog.at_level(logging.INFO, logger="urlcheck.proxypool"):
+        lease = pool.acquire("a")
+        pool.release(lease, Outcome(status=407, latency=0.1))
+    assert states(pool)[lease.proxy.id] == State.DEAD
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert [r.getMessage() for r in warnings] == [
+        f"proxy {lease.proxy.id}: healthy -> dead (proxy authentication failed (407))"
+    ]
+
+
+def test_transitions_are_logged_once_with_reason(caplog: pytest.LogCaptureFixture) -> None:
+    pool = make_pool(10)
+    target = pool.proxies[0]
+    clock = clock_of(pool)
+    with caplog.at_level(logging.INFO, logger="urlcheck.proxypool"):
+        for _ in range(400):
+            lease = pool.acquire("a")
+            pool.release(lease, TIMEOUT if lease.proxy == target else OK)
+            clock.advance(0.05)
+    mine = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"proxy {target}")]
+    quarantined = [m for m in mine if "-> quarantined" in m]
+    assert len(quarantined) == 1
+    assert "back-off" in quarantined[0]
+    assert "failures in the last 5" in quarantined[0] or "success" in quarantined[0]
+    # nobody else moved
+    others = [
+        r.getMessage()
+        for r in caplog.records
+        if "->" in r.getMessage() and not r.getMessage().startswith(f"proxy {target}")
+    ]
+    assert others == []
+
+
+def test_snapshot_is_json_and_complete() -> None:
+    pool = make_pool(3)
+    clock = clock_of(pool)
+    for index in range(30):
+        lease = pool.acquire("a" if index % 2 else "b")
+        pool.release(lease, Outcome(status=200, latency=0.1 + index / 100))
+        clock.advance(1.0)
+    snapshot = pool.snapshot()
+    again = json.loads(json.dumps(snapshot))
+    assert again == snapshot
+    totals = snapshot["totals"]
+    assert totals["proxies"] == 3
+    assert totals["states"]["healthy"] == 3
+    assert totals["in_service"] == 3
+    assert totals["quarantine_cap"] == 0
+    assert totals["success_rate"] == 1.0
+    assert totals["throughput"] == pytest.approx(30 / 60)
+    proxy = snapshot["proxies"][0]
+    assert proxy["latency_p50"] is not None
+    assert proxy["latency_p95"] is not None
+    assert proxy["latency_p95"] >= proxy["latency_p50"]
+    assert proxy["success_rate"] == 1.0
+    assert set(snapshot["matrix"]) == {"a", "b"}
+    assert set(snapshot["sites"]) == {"a", "b"}
+
+
+def test_due_probes_without_control_urls_is_empty() -> None:
+    pool = make_pool(3)
+    clock_of(pool).advance(3600)
+    assert pool.due_probes() == []
+
+
+def test_idle_proxies_are_probed_a_few_at_a_time() -> None:
+    config = PoolConfig(control_urls=CONTROL_URLS, probe_batch=3)
+    pool = ProxyPool(proxy_urls(8), config, clock=ManualClock(), seed=5)
+    clock = clock_of(pool)
+    clock.advance(29.0)
+    assert pool.due_probes() == []  # nobody idle for 30 s yet
+    clock.advance(32.0)
+    first = pool.due_probes()
+    assert len(first) == 3  # never all at once
+    assert {t.control_url for t in first} <= set(CONTROL_URLS)
+    second = pool.due_probes()
+    assert len(second) == 3
+    assert not {t.proxy.id for t in first} & {t.proxy.id for t in second}  # in flight
+    for task in first + second:
+        pool.report_probe(task.proxy.id, task.control_url, True, 0.1)
+    rest = pool.due_probes()
+    assert len(rest) == 2
+    assert pool.due_probes() == []
+    pool.report_probe("nobody:1", CONTROL_URLS[0], False)  # unknown proxy: ignored
+
+
+def test_unreported_probe_is_reissued_after_timeout() -> None:
+    config = PoolConfig(control_urls=CONTROL_URLS, probe_batch=1)
+    pool = ProxyPool(proxy_urls(1), config, clock=ManualClock())
+    clock_of(pool).advance(61)
+    (task,) = pool.due_probes()
+    assert pool.due_probes() == []
+    clock_of(pool).advance(config.probe_timeout + 1)
+    (again,) = pool.due_probes()
+    assert again.proxy == task.proxy
+
+
+def test_store_from_uri() -> None:
+    assert isinstance(store_from_uri("memory://"), MemoryStore)
+    with pytest.raises(NotImplementedError):
+        store_from_uri("redis://127.0.0.1:6379/0")
+    with pytest.raises(ValueError, match="unknown store"):
+        store_from_uri("sqlite:///x")
+
+
+def test_error_kinds_reach_the_matrix() -> None:
+    pool = make_pool(2)
+    lease = pool.acquire("a")
+    pool.release(lease, Outcome(error=ErrorKind.TLS, latency=1.0))
+    cell = pool.snapshot()["matrix"]["a"][lease.proxy.id]
+    assert cell["outcomes"] == 1
+    assert cell["success_rate"] == 0.0
+
+
+def test_end_session_starts_a_new_session_on_the_next_acquire():
+    from urlcheck.proxypool import ManualClock, Outcome, ProxyPool
+
+    pool = ProxyPool([f"http://127.0.0.{i}:3128" for i in range(20, 30)], clock=ManualClock(0.0))
+    first = pool.acquire("a.test", key="visitor")
+    pool.release(first, Outcome(status=200, latency=0.1))
+    again = pool.acquire("a.test", key="visitor")
+    assert again.proxy.id == first.proxy.id
+    pool.release(again, Outcome(status=200, latency=0.1))
+    assert pool.end_session("visitor") is True
+    assert pool.end_session("visitor") is False
+    fresh = pool.acquire("a.test", key="visitor")
+    assert not fresh.session_lost
+    pool.release(fresh, Outcome(status=200, latency=0.1))

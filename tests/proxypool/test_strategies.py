@@ -1,0 +1,98 @@
+import random
+from collections import Counter
+from dataclasses import dataclass
+
+from urlcheck.proxypool.hashing import stable_hash
+from urlcheck.proxypool.strategies import (
+    effective_weight,
+    pick_least_connections,
+    pick_round_robin,
+    pick_sticky,
+    pick_weighted,
+)
+
+
+@dataclass
+class Cand:
+    id: str
+    weight: float = 1.0
+    static_weight: float = 1.0
+    active: int = 0
+    cap: int = 0
+    node_hash: int = 0
+
+    def __post_init__(self) -> None:
+        self.node_hash = stable_hash(self.id)
+
+
+@dataclass
+class Pair:
+    factor: float = 1.0
+    benched_until: float = 0.0
+
+
+def test_effective_weight() -> None:
+    c = Cand("a", weight=0.5, cap=2)
+    assert effective_weight(c, {}, 0.0) == 0.5
+    assert effective_weight(c, {"a": Pair(factor=0.5)}, 0.0) == 0.25
+    assert effective_weight(c, {"a": Pair(benched_until=10.0)}, 5.0) == 0.0
+    c.active = 2
+    assert effective_weight(c, {}, 0.0) == 0.0
+
+
+def test_weighted_is_proportional() -> None:
+    cands = [Cand("a", weight=1.0), Cand("b", weight=0.5), Cand("c", weight=0.1)]
+    rng = random.Random(1)
+    counts = Counter(pick_weighted(cands, {}, 0.0, rng.random, 1.0).id for _ in range(16_000))  # type: ignore[union-attr]
+    assert 0.60 < counts["a"] / 16_000 < 0.66  # 1/1.6
+    assert 0.28 < counts["b"] / 16_000 < 0.34
+    assert 0.04 < counts["c"] / 16_000 < 0.08  # degraded: less traffic, not none
+
+
+def test_weighted_honours_pairs_and_caps() -> None:
+    cands = [Cand("a"), Cand("b", active=3, cap=3), Cand("c")]
+    pairs = {"a": Pair(benched_until=100.0)}
+    rng = random.Random(2)
+    picks = {pick_weighted(cands, pairs, 50.0, rng.random, 1.0).id for _ in range(200)}  # type: ignore[union-attr]
+    assert picks == {"c"}
+    assert pick_weighted([Cand("x", active=1, cap=1)], {}, 0.0, rng.random, 1.0) is None
+    assert pick_weighted([], {}, 0.0, rng.random, 1.0) is None
+
+
+def test_weighted_exact_fallback_with_tiny_weights() -> None:
+    # Acceptance almost always rejects; the exact pass still finds the one usable proxy.
+    cands = [Cand(f"c{i}", active=1, cap=1) for i in range(50)] + [Cand("tiny", weight=1e-6)]
+    rng = random.Random(3)
+    assert pick_weighted(cands, {}, 0.0, rng.random, 1.0).id == "tiny"  # type: ignore[union-attr]
+
+
+def test_round_robin_cycles_and_skips() -> None:
+    cands = [Cand("a"), Cand("b", active=1, cap=1), Cand("c")]
+    position = 0
+    order = []
+    for _ in range(4):
+        chosen, position = pick_round_robin(cands, {}, 0.0, position)
+        assert chosen is not None
+        order.append(chosen.id)
+    assert order == ["a", "c", "a", "c"]
+
+
+def test_least_connections() -> None:
+    cands = [Cand("a", active=3), Cand("b", active=1), Cand("c", active=2, static_weight=4.0)]
+    rng = random.Random(4)
+    chosen = pick_least_connections(cands, {}, 0.0, rng.random)
+    assert chosen is not None
+    assert chosen.id == "c"  # 2 / 4 is the lightest load per unit of weight
+
+
+def test_sticky_ignores_dynamic_weight() -> None:
+    cands = [Cand(f"c{i}") for i in range(10)]
+    key = stable_hash("session-1")
+    first = pick_sticky(key, cands, {}, 0.0)
+    assert first is not None
+    first.weight = 0.05  # degraded: the key keeps it
+    assert pick_sticky(key, cands, {}, 0.0) is first
+    first.active, first.cap = 1, 1  # full: the next in rendezvous order
+    second = pick_sticky(key, cands, {}, 0.0)
+    assert second is not None
+    assert second is not first

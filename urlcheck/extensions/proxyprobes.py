@@ -1,0 +1,165 @@
+"""Drives the proxy pool's active probes and reports the pool's state.
+
+The pool decides which proxies are due and what a result means; this extension sends the
+probes, every ``URLCHECK_PROXY_PROBE_INTERVAL`` seconds, as ordinary scheduled requests (so they
+keep the control hosts' politeness), logs the pool's state counts every
+``URLCHECK_PROXY_REPORT_INTERVAL`` seconds, and at close logs a per-proxy table, puts the
+pool's totals into stats and writes ``proxies.json`` (the pool snapshot, with the proxy x
+site matrix) next to the results.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+from scrapy import Request, signals
+from scrapy.exceptions import NotConfigured
+from twisted.internet.task import LoopingCall
+
+from urlcheck.middlewares.proxy import META_PROBE_PROXY, ProxyPoolMiddleware
+from urlcheck.urls import host_key
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from twisted.python.failure import Failure
+
+    from urlcheck.proxypool import PoolSnapshot, ProxyPool
+
+logger = logging.getLogger(__name__)
+
+
+class ProxyProbes:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._pool: ProxyPool | None = None
+        self._probe_loop = LoopingCall(self._send_probes)
+        self._report_loop = LoopingCall(self._report)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        if not (
+            crawler.settings.get("URLCHECK_PROXIES") or crawler.settings.get("URLCHECK_PROXY_FILE")
+        ):
+            raise NotConfigured  # the crawl runs direct
+        extension = cls(crawler)
+        crawler.signals.connect(extension._opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension._closed, signal=signals.spider_closed)
+        return extension
+
+    @property
+    def pool(self) -> ProxyPool | None:
+        if self._pool is None:
+            self._pool = ProxyPoolMiddleware.pool_for(self.crawler)
+        return self._pool
+
+    def _opened(self) -> None:
+        settings = self.crawler.settings
+        self._probe_loop.start(settings.getfloat("URLCHECK_PROXY_PROBE_INTERVAL", 1.0), now=False)
+        self._report_loop.start(
+            settings.getfloat("URLCHECK_PROXY_REPORT_INTERVAL", 60.0), now=False
+        )
+
+    def _send_probes(self) -> None:
+        pool, engine = self.pool, self.crawler.engine
+        if pool is None or engine is None:
+            return
+        stats = self.crawler.stats
+        assert stats is not None
+        for task in pool.due_probes():
+            stats.inc_value("urlcheck/proxy/probes/sent")
+            engine.crawl(
+                Request(
+                    task.control_url,
+                    callback=self._probe_done,
+                    errback=self._probe_failed,
+                    dont_filter=True,
+                    priority=10,
+                    meta={
+                        META_PROBE_PROXY: task.proxy_id,
+                        "download_slot": host_key(task.control_url),
+                        "handle_httpstatus_all": True,
+                        "dont_retry": True,
+                        "_urlcheck_probe_started": time.monotonic(),
+                        "_urlcheck_probe_control": task.control_url,
+                    },
+                )
+            )
+
+    def _probe_done(self, response: Response) -> None:
+        ok = 200 <= response.status < 300
+        self._report_probe(response.meta, ok)
+
+    def _probe_failed(self, failure: Failure) -> None:
+        self._report_probe(failure.request.meta, False)  # type: ignore[attr-defined]
+
+    def _report_probe(self, meta: dict[str, Any], ok: bool) -> None:
+        pool, stats = self.pool, self.crawler.stats
+        if pool is None or stats is None:
+            return
+        stats.inc_value(f"urlcheck/proxy/probes/{'passed' if ok else 'failed'}")
+        latency = time.monotonic() - meta["_urlcheck_probe_started"]
+        pool.report_probe(meta[META_PROBE_PROXY], meta["_urlcheck_probe_control"], ok, latency)
+
+    def _report(self) -> None:
+        if self.pool is None:
+            return
+        snapshot = self.pool.snapshot()
+        logger.info("Proxy pool: %s", _state_counts(snapshot))
+
+    def _closed(self) -> None:
+        for loop in (self._probe_loop, self._report_loop):
+            if loop.running:
+                loop.stop()
+        pool = self.pool
+        if pool is None:
+            return
+        snapshot = pool.snapshot()
+        stats = self.crawler.stats
+        assert stats is not None
+        for state, count in _state_counts(snapshot).items():
+            stats.set_value(f"urlcheck/proxy/state/{state}", count)
+        logger.info("Proxy pool at close:\n%s", _table(snapshot))
+        path = self._snapshot_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(snapshot, indent=2, default=str), encoding="utf-8")
+        logger.info("Proxy pool snapshot written to %s", path)
+
+    def _snapshot_path(self) -> Path:
+        spider = self.crawler.spider
+        results = getattr(spider, "results_path", None)
+        if isinstance(results, Path):
+            return results.with_name("proxies.json")
+        jobdir = self.crawler.settings.get("JOBDIR")
+        return Path(jobdir) / "proxies.json" if jobdir else Path("proxies.json")
+
+
+def _state_counts(snapshot: PoolSnapshot) -> dict[str, int]:
+    return dict(snapshot["totals"]["states"])
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.0f}%"
+
+
+def _table(snapshot: PoolSnapshot) -> str:
+    rows = [
+        f"  {'proxy':<24} {'state':<12} {'weight':>6} {'success':>7} {'captcha':>7} "
+        f"{'block':>6} {'p50 ms':>7} {'quarantines':>11}"
+    ]
+    for proxy in snapshot["proxies"]:
+        p50 = proxy["latency_p50"]
+        rows.append(
+            f"  {proxy['display']:<24} {proxy['state']:<12} {proxy['weight']:>6.2f} "
+            f"{_pct(proxy['success_rate']):>7} {_pct(proxy['captcha_rate']):>7} "
+            f"{_pct(proxy['block_rate']):>6} {'-' if p50 is None else f'{p50 * 1000:.0f}':>7} "
+            f"{proxy['quarantines']:>11}"
+        )
+    faults = snapshot["totals"]["sites_at_fault"]
+    if faults:
+        rows.append(f"  sites at fault (no proxy blamed): {', '.join(faults)}")
+    return "\n".join(rows)

@@ -1,0 +1,193 @@
+"""Every request of the crawl through the proxy pool: a thin adapter, the policy lives in
+:mod:`urlcheck.proxypool`.
+
+Per request: a lease for the target host (sticky per host, per CSV column, or not at all),
+``meta['proxy']`` and this proxy's own ``Proxy-Authorization``, set afresh every time: a retry
+through another proxy must never carry the first one's credentials (Scrapy advisory
+GHSA-9x8m-2xpf-crp3). Per response: captcha and block detection, then the lease is released
+with the outcome. A captcha or block is retried through another proxy, except inside a sticky
+session, which is never rotated: the hop is recorded as blocked and the session ends.
+
+Priority 580: ``process_request`` runs before Scrapy's HttpProxyMiddleware (750), which leaves
+our header alone; ``process_response`` runs after the body has been inflated (595, 590) and
+before the host back-off (560) and Scrapy's retry (550).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, ClassVar, Self
+from weakref import WeakKeyDictionary
+
+from scrapy.downloadermiddlewares.retry import get_retry_request
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.utils.httpobj import urlparse_cached
+
+from urlcheck.detection import Detection, detect, header_map
+from urlcheck.errors import classify_exception
+from urlcheck.proxyconfig import ProxySettings
+from urlcheck.proxypool import (
+    ErrorKind,
+    Lease,
+    NoProxyAvailableError,
+    Outcome,
+    ProxyPool,
+    store_from_uri,
+)
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+META_PROXY = "urlcheck_proxy"  # host:port of the proxy used, for the result
+META_BLOCKED = "urlcheck_blocked"  # "captcha:<vendor>" or "block:<vendor>" when given up
+META_PROBE_PROXY = "urlcheck_probe_proxy"  # a probe: send through this proxy id, no lease
+_META_LEASE = "_urlcheck_lease"
+_AUTH = b"Proxy-Authorization"
+
+_ERROR_KINDS = {
+    "timeout": ErrorKind.TIMEOUT,
+    "tls": ErrorKind.TLS,
+    "connection_lost": ErrorKind.CONNECTION_LOST,
+    "connect": ErrorKind.PROXY_UNREACHABLE,  # we connect to the proxy, not to the site
+    "dns": ErrorKind.PROXY_UNREACHABLE,
+}
+
+
+class ProxyPoolMiddleware:
+    _pools: ClassVar[WeakKeyDictionary[Crawler, ProxyPool]] = WeakKeyDictionary()
+
+    def __init__(self, crawler: Crawler, settings: ProxySettings, pool: ProxyPool) -> None:
+        self.crawler = crawler
+        self.settings = settings
+        self.pool = pool
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        settings = ProxySettings.from_settings(crawler.settings)
+        if settings is None:
+            raise NotConfigured  # no URLCHECK_PROXIES or URLCHECK_PROXY_FILE: the crawl runs direct
+        pool = ProxyPool(settings.proxies, settings.pool, store=store_from_uri(settings.store_uri))
+        cls._pools[crawler] = pool
+        logger.info(
+            "Proxy pool: %d proxies, strategy %s, sticky %s",
+            len(settings.proxies),
+            settings.pool.strategy,
+            settings.sticky if settings.sticky != "column" else f"column:{settings.sticky_column}",
+        )
+        return cls(crawler, settings, pool)
+
+    @classmethod
+    def pool_for(cls, crawler: Crawler) -> ProxyPool | None:
+        return cls._pools.get(crawler)
+
+    # --- requests ------------------------------------------------------------------------------
+
+    def _sticky_key(self, request: Request, site: str) -> str | None:
+        if self.settings.sticky == "host":
+            return site
+        if self.settings.sticky == "column":
+            task = request.meta.get("urlcheck_task")
+            value = getattr(task, "extra", {}).get(self.settings.sticky_column or "")
+            return str(value) if value else None
+        return None
+
+    def process_request(self, request: Request) -> None:
+        stats = self.crawler.stats
+        assert stats is not None
+        probe = request.meta.get(META_PROBE_PROXY)
+        if probe is not None:
+            proxy = self.pool.get(probe)
+            if proxy is None:
+                raise IgnoreRequest(f"probe proxy {probe} left the pool")
+            self._route(request, proxy.url, proxy.auth_header, proxy.display)
+            return
+        site = request.meta.get("download_slot") or urlparse_cached(request).hostname or ""
+        try:
+            lease = self.pool.acquire(site, self._sticky_key(request, site))
+        except NoProxyAvailableError as exc:
+            stats.inc_value("urlcheck/proxy/unavailable")
+            raise IgnoreRequest(f"no proxy available: {exc}") from None
+        request.meta[_META_LEASE] = lease
+        self._route(request, lease.proxy.url, lease.proxy.auth_header, lease.proxy.display)
+        stats.inc_value("urlcheck/proxy/assigned")
+        if lease.session_lost:
+            stats.inc_value("urlcheck/proxy/sessions_lost")
+
+    @staticmethod
+    def _route(request: Request, url: str, auth: str | None, display: str) -> None:
+        # Whatever an earlier proxy of this request left goes first.
+        request.headers.pop(_AUTH, None)
+        request.meta.pop("_auth_proxy", None)
+        request.meta["proxy"] = url
+        request.meta[META_PROXY] = display
+        if auth:
+            request.headers[_AUTH] = auth
+            request.meta["_auth_proxy"] = url  # tells HttpProxyMiddleware the header is ours
+
+    # --- responses -----------------------------------------------------------------------------
+
+    def process_response(self, request: Request, response: Response) -> Request | Response:
+        lease: Lease | None = request.meta.pop(_META_LEASE, None)
+        if lease is None:
+            return response
+        stats = self.crawler.stats
+        assert stats is not None
+        found = self._detect(response)
+        latency = request.meta.get("download_latency")
+        outcome = Outcome(
+            status=response.status,
+            latency=latency,
+            error=ErrorKind.PROXY_AUTH if response.status == 407 else None,
+            captcha=found.vendor or True if found.kind == "captcha" else False,
+            block=found.vendor or True if found.kind == "block" else False,
+        )
+        self.pool.release(lease, outcome)
+        kind = found.kind or ("block" if response.status == 407 else None)
+        stats.inc_value(f"urlcheck/proxy/released/{kind or ('ok' if outcome.ok else 'soft')}")
+        if kind is None:
+            return response
+        signature = found.signature or "proxy_auth"  # a 407 is the only undetected kind
+        stats.inc_value(f"urlcheck/proxy/{kind}/{signature}")
+        label = f"{kind}:{signature}"
+        if lease.key is not None and self.settings.sticky != "none":
+            # A sticky session is one visitor: it is not rotated to another proxy.
+            self.pool.end_session(lease.key)
+            request.meta[META_BLOCKED] = label
+            return response
+        spider = self.crawler.spider
+        assert spider is not None
+        retry = get_retry_request(
+            request,
+            spider=spider,
+            reason=f"proxy_{kind}",
+            max_retry_times=self.settings.block_retries,
+            give_up_log_level=logging.INFO,
+            stats_base_key="urlcheck/proxy/retry",
+        )
+        if retry is not None:
+            return retry
+        request.meta[META_BLOCKED] = label
+        return response
+
+    def _detect(self, response: Response) -> Detection:
+        return detect(
+            response.status, header_map(response.headers.items()), response.body, response.url
+        )
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        lease: Lease | None = request.meta.pop(_META_LEASE, None)
+        if lease is None:
+            return
+        kind, _ = classify_exception(exception)
+        self.pool.release(lease, Outcome(error=_ERROR_KINDS.get(kind, ErrorKind.OTHER)))
+        stats = self.crawler.stats
+        assert stats is not None
+        stats.inc_value(f"urlcheck/proxy/released/error_{kind}")
+
+
+def probe_meta(proxy_id: str) -> dict[str, Any]:
+    return {META_PROBE_PROXY: proxy_id}
