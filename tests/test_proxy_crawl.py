@@ -9,7 +9,7 @@ import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests.conftest import FAST, crawl, write_csv
-from tests.sitefixture import ProxyServer, SiteServer, running_proxies, unused_port
+from tests.sitefixture import ProxyServer, SiteServer, host_stats, running_proxies, unused_port
 
 pytestmark = pytest.mark.crawl
 
@@ -215,3 +215,24 @@ def test_bad_proxy_lines_are_reported_and_skipped(tmp_path, caplog):
     with pytest.raises(ConfigError, match="no valid proxy"):
         ProxySettings.from_settings(Settings({"URLCHECK_PROXY_FILE": str(proxy_file)}))
     assert ProxySettings.from_settings(Settings({})) is None
+
+
+@deferred_f_from_coro_f
+async def test_idle_proxies_are_probed_through_the_control_host_politely(net, tmp_path):
+    site, proxies = net
+    control = site.url("127.0.0.5", "/ok?run=probe")
+    rows = [site.url("127.0.0.3", f"/delay/0.2?run=probed&i={i}") for i in range(8)]
+    csv = csv_of(tmp_path, rows)
+    results, crawler = await crawl(
+        csv, tmp_path / "out.jsonl", URLCHECK_PROXIES=proxy_list(proxies),
+        URLCHECK_PROXY_PROBE_URLS=control, URLCHECK_PROXY_PROBE_IDLE_MIN=0.2,
+        URLCHECK_PROXY_PROBE_IDLE_MAX=0.4, URLCHECK_PROXY_PROBE_INTERVAL=0.1,
+    )
+    assert all(r["final_status"] == 200 for r in results)
+    stats = crawler.stats.get_stats()
+    assert stats.get("urlcheck/proxy/probes/sent", 0) >= 3
+    assert stats.get("urlcheck/proxy/probes/passed", 0) >= 3
+    probes = [e for e in site.log() if "run=probe" in e["path"] and e["host"] == "127.0.0.5"]
+    assert len({e["client"].rsplit(":", 1)[0] for e in probes}) >= 2  # several proxies probed
+    control_stats = host_stats(probes)["127.0.0.5"]
+    assert control_stats.max_in_flight == 1 and control_stats.min_gap >= 0.29

@@ -82,4 +82,8 @@ FEED_EXPORT_ENCODING = "utf-8"
 # tasks for every callback's output (100 by default): profiled as the largest CPU cost per URL.
 CONCURRENT_ITEMS = 1
 
+# Scrapy 2.19's RemoteControl runs arbitrary Python sent to a local port, inside the process
+# that holds the proxy credentials; `scrapy job` is urlcheck's control channel instead.
+REMOTE_CONTROL_ENABLED = False
+
 LOG_LEVEL = "INFO"

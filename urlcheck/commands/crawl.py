@@ -8,6 +8,7 @@ After it: the exit code says how the job ended (docs/jobs.md), so cron can alert
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -64,6 +65,10 @@ class Command(ScrapyCrawlCommand):
         crawler = self._create_crawler(args[0])
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
+        # The reactor is gone and the job files are written: a late second Ctrl-C must not
+        # turn the documented exit code into a death by signal.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if self.crawler_process.bootstrap_failed:
             self.exitcode = 1
         elif args[0] == "check":

@@ -26,11 +26,14 @@ from urlcheck.urls import host_key
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
     from twisted.python.failure import Failure
 
     from urlcheck.proxypool import PoolSnapshot, ProxyPool
 
 logger = logging.getLogger(__name__)
+
+_IDLE_AFTER = 5.0  # seconds without a proxied request after which probing pauses
 
 
 class ProxyProbes:
@@ -39,6 +42,8 @@ class ProxyProbes:
         self._pool: ProxyPool | None = None
         self._probe_loop = LoopingCall(self._send_probes)
         self._report_loop = LoopingCall(self._report)
+        self._assigned = 0
+        self._active_at = time.monotonic()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -64,12 +69,22 @@ class ProxyProbes:
             settings.getfloat("URLCHECK_PROXY_REPORT_INTERVAL", 60.0), now=False
         )
 
+    def _crawl_is_working(self, stats: StatsCollector) -> bool:
+        """Probes serve the crawl's traffic: with no row left in flight they would only keep
+        a finished crawl from closing."""
+        feeder = getattr(self.crawler.spider, "feeder", None)
+        if feeder is not None and feeder.exhausted and feeder.in_flight == 0:
+            return False
+        assigned = stats.get_value("urlcheck/proxy/assigned", 0)
+        now = time.monotonic()
+        if assigned != self._assigned:
+            self._assigned, self._active_at = assigned, now
+        return now - self._active_at < _IDLE_AFTER
+
     def _send_probes(self) -> None:
-        pool, engine = self.pool, self.crawler.engine
-        if pool is None or engine is None:
+        pool, engine, stats = self.pool, self.crawler.engine, self.crawler.stats
+        if pool is None or engine is None or stats is None or not self._crawl_is_working(stats):
             return
-        stats = self.crawler.stats
-        assert stats is not None
         for task in pool.due_probes():
             stats.inc_value("urlcheck/proxy/probes/sent")
             engine.crawl(

@@ -16,7 +16,8 @@ before the host back-off (560) and Scrapy's retry (550).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from functools import partial
+from typing import TYPE_CHECKING, ClassVar, Self
 from weakref import WeakKeyDictionary
 
 from scrapy.downloadermiddlewares.retry import get_retry_request
@@ -34,11 +35,13 @@ from urlcheck.proxypool import (
     ProxyPool,
     store_from_uri,
 )
+from urlcheck.proxypool.events import Event, OurSideFault, PairBenched, SiteFault, Transition
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +75,8 @@ class ProxyPoolMiddleware:
             raise NotConfigured  # no URLCHECK_PROXIES or URLCHECK_PROXY_FILE: the crawl runs direct
         pool = ProxyPool(settings.proxies, settings.pool, store=store_from_uri(settings.store_uri))
         cls._pools[crawler] = pool
+        assert crawler.stats is not None
+        pool.subscribe(partial(count_event, crawler.stats))
         logger.info(
             "Proxy pool: %d proxies, strategy %s, sticky %s",
             len(settings.proxies),
@@ -189,5 +194,20 @@ class ProxyPoolMiddleware:
         stats.inc_value(f"urlcheck/proxy/released/error_{kind}")
 
 
-def probe_meta(proxy_id: str) -> dict[str, Any]:
-    return {META_PROBE_PROXY: proxy_id}
+_STATE_STATS = {"quarantined": "quarantined", "dead": "dead", "degraded": "degraded"}
+
+
+def count_event(stats: StatsCollector, event: Event) -> None:
+    """The pool's events as stats: quarantined, recovered, dead, benched pairs, site faults."""
+    if isinstance(event, Transition):
+        new, old = event.new.value, event.old.value
+        if new in _STATE_STATS:
+            stats.inc_value(f"urlcheck/proxy/{_STATE_STATS[new]}")
+        elif new == "healthy" and old in ("probing", "degraded", "quarantined"):
+            stats.inc_value("urlcheck/proxy/recovered")
+    elif isinstance(event, PairBenched):
+        stats.inc_value("urlcheck/proxy/benched_pairs")
+    elif isinstance(event, SiteFault) and event.at_fault:
+        stats.inc_value("urlcheck/proxy/site_faults")
+    elif isinstance(event, OurSideFault) and event.active:
+        stats.inc_value("urlcheck/proxy/our_side_faults")

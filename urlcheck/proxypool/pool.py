@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -79,6 +79,7 @@ class ProxyPool:
         self._store = store if store is not None else MemoryStore()
         self._store.open(self.config, random.Random(seed))
         self._proxies: dict[str, Proxy] = {}
+        self._listeners: list[Callable[[Event], object]] = []
         for proxy in proxies:
             self.add(proxy)
 
@@ -181,57 +182,67 @@ class ProxyPool:
 
     # ---------------------------------------------------------------- logging
 
+    def subscribe(self, listener: Callable[[Event], object]) -> None:
+        """Call ``listener(event)`` for every event (transitions, benches, faults), after it is
+        logged: how a framework turns them into its own metrics."""
+        self._listeners.append(listener)
+
     def _log(self, events: Sequence[Event]) -> None:
         for event in events:
-            if isinstance(event, Transition):
-                level = logging.INFO
-                if event.new is State.DEAD and "407" in event.reason:
-                    level = logging.WARNING  # wrong credentials: a configuration mistake
-                logger.log(
-                    level,
-                    "proxy %s: %s -> %s (%s)",
-                    event.proxy_id,
-                    event.old.value,
-                    event.new.value,
-                    event.reason,
-                )
-            elif isinstance(event, PairBenched):
-                logger.info(
-                    "proxy %s benched for site %s for %.0fs (%s)",
-                    event.proxy_id,
-                    event.site,
-                    event.seconds,
-                    event.reason,
-                )
-            elif isinstance(event, SiteFault):
-                if event.at_fault:
-                    logger.warning(
-                        "site %s is at fault, no proxy is blamed for it: %s",
-                        event.site,
-                        event.reason,
-                    )
-                else:
-                    logger.info("site %s works again: %s", event.site, event.reason)
-            elif isinstance(event, OurSideFault):
-                if event.active:
-                    logger.error(
-                        "ALERT: failures span all proxies and sites; the fault is on our side "
-                        "(network, probe targets). Quarantines are frozen: %s",
-                        event.reason,
-                    )
-                else:
-                    logger.warning("our side works again, quarantines resume: %s", event.reason)
-            elif isinstance(event, LeasesReclaimed):
+            self._log_one(event)
+            for listener in self._listeners:
+                listener(event)
+
+    def _log_one(self, event: Event) -> None:
+        if isinstance(event, Transition):
+            level = logging.INFO
+            if event.new is State.DEAD and "407" in event.reason:
+                level = logging.WARNING  # wrong credentials: a configuration mistake
+            logger.log(
+                level,
+                "proxy %s: %s -> %s (%s)",
+                event.proxy_id,
+                event.old.value,
+                event.new.value,
+                event.reason,
+            )
+        elif isinstance(event, PairBenched):
+            logger.info(
+                "proxy %s benched for site %s for %.0fs (%s)",
+                event.proxy_id,
+                event.site,
+                event.seconds,
+                event.reason,
+            )
+        elif isinstance(event, SiteFault):
+            if event.at_fault:
                 logger.warning(
-                    "%d leases were never released and expired (a caller crashed or leaks)",
-                    event.count,
+                    "site %s is at fault, no proxy is blamed for it: %s",
+                    event.site,
+                    event.reason,
                 )
-            elif isinstance(event, ControlUrlChanged):
-                if event.broken:
-                    logger.warning(
-                        "control URL %s looks broken (%s); its failures count against no proxy",
-                        event.url,
-                        event.reason,
-                    )
-                else:
-                    logger.info("control URL %s works again", event.url)
+            else:
+                logger.info("site %s works again: %s", event.site, event.reason)
+        elif isinstance(event, OurSideFault):
+            if event.active:
+                logger.error(
+                    "ALERT: failures span all proxies and sites; the fault is on our side "
+                    "(network, probe targets). Quarantines are frozen: %s",
+                    event.reason,
+                )
+            else:
+                logger.warning("our side works again, quarantines resume: %s", event.reason)
+        elif isinstance(event, LeasesReclaimed):
+            logger.warning(
+                "%d leases were never released and expired (a caller crashed or leaks)",
+                event.count,
+            )
+        elif isinstance(event, ControlUrlChanged):
+            if event.broken:
+                logger.warning(
+                    "control URL %s looks broken (%s); its failures count against no proxy",
+                    event.url,
+                    event.reason,
+                )
+            else:
+                logger.info("control URL %s works again", event.url)
