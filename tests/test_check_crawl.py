@@ -165,3 +165,34 @@ async def test_connect_error_is_classified(tmp_path):
     results, _ = await crawl(csv, tmp_path / "out.jsonl", **FAST, RETRY_TIMES=1)
     [row] = results
     assert row["error"] == "connect" and row["retries"] == 1
+
+
+@deferred_f_from_coro_f
+async def test_csv_feed_export_is_flat_and_safe_for_spreadsheets(site, tmp_path):
+    import csv as csvlib
+
+    u = site.url
+    csv = write_csv(
+        tmp_path / "in.csv",
+        "\n".join(
+            [
+                "url,expected,note",
+                f'{u("127.0.0.6", "/chain/2")},{u("127.0.0.6", "/chain/0")},=HYPERLINK("x")',
+                f"{u('127.0.0.6', '/status/404')},,@SUM(A1)",
+            ]
+        )
+        + "\n",
+    )
+    feed = tmp_path / "results.csv"
+    results, _ = await crawl(
+        csv, tmp_path / "out.jsonl", **FAST, FEEDS={str(feed): {"format": "csv"}}
+    )
+    assert len(results) == 2
+    with feed.open(encoding="utf-8", newline="") as f:
+        rows = sorted(csvlib.DictReader(f), key=lambda r: r["row"])
+    assert rows[0]["chain"] == " -> ".join(
+        f"{s} {u('127.0.0.6', f'/chain/{n}')}" for s, n in ((301, 2), (301, 1), (200, 0))
+    )
+    assert rows[0]["verdict"] == "pass" and rows[0]["loop"] == "false"
+    assert rows[0]["input.note"] == '\'=HYPERLINK("x")'
+    assert rows[1]["input.note"] == "'@SUM(A1)" and rows[1]["final_status"] == "404"

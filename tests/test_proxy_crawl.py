@@ -224,9 +224,13 @@ async def test_idle_proxies_are_probed_through_the_control_host_politely(net, tm
     rows = [site.url("127.0.0.3", f"/delay/0.2?run=probed&i={i}") for i in range(8)]
     csv = csv_of(tmp_path, rows)
     results, crawler = await crawl(
-        csv, tmp_path / "out.jsonl", URLCHECK_PROXIES=proxy_list(proxies),
-        URLCHECK_PROXY_PROBE_URLS=control, URLCHECK_PROXY_PROBE_IDLE_MIN=0.2,
-        URLCHECK_PROXY_PROBE_IDLE_MAX=0.4, URLCHECK_PROXY_PROBE_INTERVAL=0.1,
+        csv,
+        tmp_path / "out.jsonl",
+        URLCHECK_PROXIES=proxy_list(proxies),
+        URLCHECK_PROXY_PROBE_URLS=control,
+        URLCHECK_PROXY_PROBE_IDLE_MIN=0.2,
+        URLCHECK_PROXY_PROBE_IDLE_MAX=0.4,
+        URLCHECK_PROXY_PROBE_INTERVAL=0.1,
     )
     assert all(r["final_status"] == 200 for r in results)
     stats = crawler.stats.get_stats()

@@ -16,6 +16,7 @@ from urlcheck.jobs.errors import InputMismatchError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.lock import JobLock
 from urlcheck.jobs.prepare import check_input
+from urlcheck.proxyconfig import ProxySettings
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -37,7 +38,10 @@ def check_settings(settings: BaseSettings) -> None:
         check(settings)
 
 
-SETTINGS_CHECKS: list[Callable[[BaseSettings], object]] = [JobControlConfig.from_settings]
+SETTINGS_CHECKS: list[Callable[[BaseSettings], object]] = [
+    JobControlConfig.from_settings,
+    ProxySettings.from_settings,
+]
 
 
 def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | None:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 
 from urlcheck.commands.crawl import exit_code
+from urlcheck.demo.launcher import SiteServer
 
 if TYPE_CHECKING:
     import argparse
@@ -55,38 +54,15 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.crawler_process is not None
         csv = DEMO_CSV
-        port = DEMO_PORT if _port_free(DEMO_PORT) else 0
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "urlcheck.demo.site",
-                "--hosts",
-                ",".join(DEMO_HOSTS),
-                "--port",
-                str(port),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert server.stdout is not None
-            ready = server.stdout.readline().split()
-            if len(ready) != 2 or ready[0] != "READY":
-                print("urlcheck demo: the demo site did not start", file=sys.stderr)
-                self.exitcode = 1
-                return
-            if int(ready[1]) != DEMO_PORT:  # port taken: check a copy that names the new one
+        with SiteServer(DEMO_HOSTS, port=DEMO_PORT if _port_free(DEMO_PORT) else 0) as site:
+            if site.port != DEMO_PORT:  # port taken: check a copy that names the new one
                 self.jobdir.mkdir(parents=True, exist_ok=True)
                 csv = self.jobdir / "demo.csv"
-                csv.write_text(DEMO_CSV.read_text().replace(f":{DEMO_PORT}/", f":{ready[1]}/"))
-            print(f"Demo site on {', '.join(DEMO_HOSTS)} port {ready[1]}; checking {csv}")
+                csv.write_text(DEMO_CSV.read_text().replace(f":{DEMO_PORT}/", f":{site.port}/"))
+            print(f"Demo site on {', '.join(DEMO_HOSTS)} port {site.port}; checking {csv}")
             crawler = self.crawler_process.create_crawler("check")
             self.crawler_process.crawl(crawler, csv=str(csv))
             self.crawler_process.start()
-        finally:
-            server.terminate()
-            server.wait(5)
         self._print_summary(self.jobdir / "results.jsonl")
         self.exitcode = int(exit_code(crawler))
 
