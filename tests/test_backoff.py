@@ -121,3 +121,17 @@ def test_middleware_ignores_other_statuses():
     for status in (200, 301, 404, 500):
         response = Response(request.url, status=status, request=request)
         assert middleware.process_response(request, response) is response
+
+
+def test_paused_hosts_are_reported_with_attempt_and_time_left(caplog):
+    _, middleware = _middleware()
+    clock = middleware.backoff.clock
+    middleware.backoff.pause("slow.test", attempt=2)  # 60 s
+    clock.now += 20
+    with caplog.at_level(logging.INFO, logger="urlcheck.middlewares.backoff"):
+        middleware._report_paused()
+    assert caplog.messages == ["Host slow.test is backing off (attempt 2 of 4): 40 s left"]
+    clock.now += 40
+    caplog.clear()
+    middleware._report_paused()
+    assert caplog.messages == []

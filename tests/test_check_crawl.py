@@ -196,3 +196,34 @@ async def test_csv_feed_export_is_flat_and_safe_for_spreadsheets(site, tmp_path)
     assert rows[0]["verdict"] == "pass" and rows[0]["loop"] == "false"
     assert rows[0]["input.note"] == '\'=HYPERLINK("x")'
     assert rows[1]["input.note"] == "'@SUM(A1)" and rows[1]["final_status"] == "404"
+
+
+@deferred_f_from_coro_f
+async def test_meta_refresh_is_followed_when_asked(site, tmp_path):
+    url = site.url("127.0.0.6", "/meta-refresh?to=/chain/1")
+    csv = write_csv(tmp_path / "in.csv", f"url\n{url}\n")
+    results, _ = await crawl(csv, tmp_path / "out.jsonl", **FAST, URLCHECK_FOLLOW_META_REFRESH=True)
+    [row] = results
+    assert [h["status"] for h in row["chain"]] == [200, 301, 200]
+    assert row["final_url"] == site.url("127.0.0.6", "/chain/0") and row["hops"] == 2
+
+
+@deferred_f_from_coro_f
+async def test_an_earlier_results_file_is_never_overwritten(site, tmp_path):
+    csv = write_csv(tmp_path / "in.csv", f"url\n{site.url('127.0.0.6', '/ok')}\n")
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"row": 1, "from": "an earlier run"}\n')
+    results, _ = await crawl(csv, out, **FAST)
+    assert len(results) == 1 and results[0]["status"] == 200
+    [kept] = [p for p in tmp_path.iterdir() if p.name.startswith("out.") and p != out]
+    assert kept.read_text() == '{"row": 1, "from": "an earlier run"}\n'
+
+
+@deferred_f_from_coro_f
+async def test_tls_failure_is_classified(site, tmp_path):
+    # An https request to a plain-HTTP port: the TLS handshake cannot succeed.
+    url = site.url("127.0.0.6", "/ok").replace("http://", "https://")
+    csv = write_csv(tmp_path / "in.csv", f"url\n{url}\n")
+    results, _ = await crawl(csv, tmp_path / "out.jsonl", **FAST, RETRY_TIMES=0)
+    [row] = results
+    assert row["error"] == "tls" and row["status"] is None
