@@ -76,7 +76,12 @@ class Command(ScrapyCommand):
             f"\n{'row':>3}  {'status':>6}  {'final':>5}  {'hops':>4}  {'verdict':<7}  url / problem"
         )
         for r in sorted(rows, key=lambda r: r["row"]):
-            problem = r["error"] or ("loop" if r["loop"] else "") or ", ".join(r["reasons"])
+            notes = [r["error"] or ("loop" if r["loop"] else "") or ", ".join(r["reasons"])]
+            if r["retries"]:
+                notes.append(f"{r['retries']} retry after back-off")
+            if r["meta_refresh"]:
+                notes.append(f"meta refresh to {r['meta_refresh']}")
+            problem = "; ".join(n for n in notes if n)
             print(
                 f"{r['row']:>3}  {r['status'] or '-'!s:>6}  {r['final_status'] or '-'!s:>5}  "
                 f"{r['hops']:>4}  {r['verdict'] or '-':<7}  {r['url']}"
