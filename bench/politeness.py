@@ -23,13 +23,13 @@ import random
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench._proc import RssSampler  # noqa: E402
 from urlcheck.demo.launcher import SiteServer  # noqa: E402
 from urlcheck.demo.serverlog import host_stats  # noqa: E402
 
@@ -57,24 +57,9 @@ def crawl(csv: Path, out: Path, *settings: str, timeout: float = 900) -> tuple[f
     for setting in settings:
         args += ["-s", setting]
     process = subprocess.Popen(args, cwd=REPO)
-    peak = [0.0]
-
-    def sample() -> None:
-        start = time.monotonic()
-        while process.poll() is None and time.monotonic() - start < 60:
-            try:
-                for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
-                        peak[0] = max(peak[0], int(line.split()[1]) / 1024)
-            except OSError:
-                break
-            time.sleep(0.2)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    code = process.wait(timeout)
-    sampler.join()
-    return peak[0], code
+    with RssSampler(process, interval=0.2) as sampler:
+        code = process.wait(timeout)
+    return sampler.peak(within=60), code
 
 
 def write_csv(path: Path, urls: list[str]) -> Path:

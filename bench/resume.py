@@ -25,7 +25,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -33,6 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench._proc import RssSampler  # noqa: E402
 from urlcheck.demo.launcher import SiteServer  # noqa: E402
 from urlcheck.jobs.counts import Counts  # noqa: E402
 from urlcheck.jobs.done import scan_results  # noqa: E402
@@ -125,16 +125,6 @@ def write_meta(
     ).save(jobdir)
 
 
-def vm_rss_mib(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
-
-
 def run(args: argparse.Namespace, workdir: Path) -> list[str]:
     rows, done = args.rows, args.done
     jobdir = workdir / "job"
@@ -166,23 +156,12 @@ def run(args: argparse.Namespace, workdir: Path) -> list[str]:
             f"CLOSESPIDER_TIMEOUT={CLOSESPIDER_TIMEOUT}",
         ]
         print(f"command (cwd {REPO}): {' '.join(command)}", flush=True)
-        samples: list[tuple[float, float]] = []
         log = workdir / "crawl.log"
         with log.open("wb") as err:
-            started = time.time()
             process = subprocess.Popen(command, cwd=REPO, stderr=err)
-
-            def sample() -> None:
-                while process.poll() is None:
-                    rss = vm_rss_mib(process.pid)
-                    if rss is not None:
-                        samples.append((time.time() - started, rss))
-                    time.sleep(0.1)
-
-            sampler = threading.Thread(target=sample, daemon=True)
-            sampler.start()
-            code = process.wait(CLOSESPIDER_TIMEOUT + 600)
-            sampler.join()
+            with RssSampler(process) as sampler:
+                code = process.wait(CLOSESPIDER_TIMEOUT + 600)
+        started, samples = sampler.started, sampler.samples
         records = site.log()
 
     requested = sorted(

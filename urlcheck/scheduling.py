@@ -7,13 +7,13 @@ and a host in back-off would hold places for minutes. So this queue hands out a 
 when its host is ready: nothing of that host in the downloader, its delay elapsed, and not
 backing off. Requests that are not ready stay here, costing no place.
 
-The delay runs between *dispatches*; the first request to a host also pays for opening the
-connection, so the second one (sent on the open connection) arrives up to ~30 ms sooner
-after it than the delay (measured on loopback). A host's second request therefore waits a
-little longer (``FIRST_GAP_MARGIN``), which keeps every gap at the server above the delay's
-floor at the cost of ~15 ms once per host. Every other gap gets ``DISPATCH_MARGIN``, which
-absorbs event-loop stalls between the dispatch of a request and its bytes leaving (seen: up
-to ~9 ms, on several hosts at once).
+Scrapy counts the delay between *dispatches*, but a request can reach the server later than
+its dispatch: the first one to a host also opens the connection, and an event-loop stall can
+hold bytes back (measured: the next request then arrived 236-272 ms after it, for a 300 ms
+delay). The one time known to be after the previous request's arrival is the end of its
+download, so the delay is counted from there as well: every gap at the server is at least
+the delay. With one request in flight per host this costs one response latency per request
+(a few ms on fast hosts).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from scrapy.core.scheduler import Scheduler
 from scrapy.pqueues import DownloaderAwarePriorityQueue, QueueProtocol
 from scrapy.utils.asyncio import CallLaterResult, call_later
@@ -33,9 +34,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
-FIRST_GAP_MARGIN = 0.015
-DISPATCH_MARGIN = 0.002
-_FIRST_SENT_PRUNE = 10_000
+_DONE_AT_PRUNE = 10_000
 
 
 class PoliteHostQueue(DownloaderAwarePriorityQueue):
@@ -54,7 +53,8 @@ class PoliteHostQueue(DownloaderAwarePriorityQueue):
         self._backoff = HostBackoff.for_crawler(crawler)
         self._wakeup: CallLaterResult | None = None
         self._wakeup_at = 0.0
-        self._sent_once: dict[str, float] = {}  # host -> when its first request left
+        self._done_at: dict[str, float] = {}  # slot -> when its last download ended
+        crawler.signals.connect(self._download_ended, signal=signals.request_left_downloader)
 
     def _ready_slot(self) -> str | None:
         downloader = self._downloader_interface.downloader
@@ -73,12 +73,10 @@ class PoliteHostQueue(DownloaderAwarePriorityQueue):
             slot = downloader.slots.get(key)
             if busy.get(key, 0) >= (slot.concurrency if slot else downloader.domain_concurrency):
                 continue  # its download finishing schedules the engine again
-            ready_at = max(
-                slot.lastseen + slot.delay + DISPATCH_MARGIN if slot and slot.delay else 0.0,
-                self._backoff.paused_until(key),
-            )
-            if key in self._sent_once and slot is not None and slot.delay:
-                ready_at += FIRST_GAP_MARGIN
+            ready_at = self._backoff.paused_until(key)
+            if slot is not None and slot.delay:
+                since = max(slot.lastseen, self._done_at.get(key, 0.0))
+                ready_at = max(ready_at, since + slot.delay)
             if ready_at > now:
                 wake = min(wake, ready_at)
                 continue
@@ -115,18 +113,13 @@ class PoliteHostQueue(DownloaderAwarePriorityQueue):
         if len(queue) == 0:
             del self.pqueues[key]
             queue.close()
-        self._note_sent(key)
         return request
 
-    def _note_sent(self, key: str) -> None:
-        if self._sent_once.pop(key, None) is not None:
-            return  # its second request: the margin is spent
-        if key in self._downloader_interface.downloader.slots:
-            return  # seen before (the slot outlives a request by 60 s)
-        if len(self._sent_once) >= _FIRST_SENT_PRUNE:  # hosts with one row: forget old ones
-            cutoff = monotonic() - 60
-            self._sent_once = {k: t for k, t in self._sent_once.items() if t > cutoff}
-        self._sent_once[key] = monotonic()
+    def _download_ended(self, request: Request) -> None:
+        now = monotonic()
+        if len(self._done_at) >= _DONE_AT_PRUNE:  # one-row hosts: forget what no delay needs
+            self._done_at = {k: t for k, t in self._done_at.items() if t > now - 120}
+        self._done_at[self._downloader_interface.get_slot_key(request)] = now
 
     def peek(self) -> Request | None:
         key = self._ready_slot()

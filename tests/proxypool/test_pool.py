@@ -268,3 +268,23 @@ def test_end_session_starts_a_new_session_on_the_next_acquire():
     fresh = pool.acquire("a.test", key="visitor")
     assert not fresh.session_lost
     pool.release(fresh, Outcome(status=200, latency=0.1))
+
+
+def test_early_failures_are_judged_once_the_window_is_full():
+    # Both captchas come before the 10th outcome (min_outcomes), then only successes: the
+    # success that fills the window is the first moment the rates may be judged.
+    from urlcheck.proxypool import ManualClock, Outcome, ProxyPool
+
+    clock = ManualClock(0.0)
+    pool = ProxyPool([f"http://127.0.0.{i}:3128" for i in range(20, 25)], clock=clock, seed=1)
+    target = pool.proxies[0].id
+    outcomes = [Outcome(status=200, latency=0.1, captcha="recaptcha")] * 2
+    outcomes += [Outcome(status=200, latency=0.1)] * 8
+    for outcome in outcomes:
+        while (lease := pool.acquire("a.test")).proxy.id != target:
+            pool.release(lease, Outcome(status=200, latency=0.1))
+            clock.advance(0.01)
+        pool.release(lease, outcome)
+        clock.advance(0.01)
+    state = {p["id"]: p["state"] for p in pool.snapshot()["proxies"]}[target]
+    assert state == "degraded"

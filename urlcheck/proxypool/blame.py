@@ -19,7 +19,14 @@ from .outcome import FAIL
 if TYPE_CHECKING:
     from .config import PoolConfig
 
-__all__ = ["Verdict", "our_side_reason", "outliers", "site_fault_reason", "site_verdict"]
+__all__ = [
+    "Verdict",
+    "our_side_reason",
+    "outliers",
+    "red_cell",
+    "site_fault_reason",
+    "site_verdict",
+]
 
 # (time, proxy id, outcome code), newest last
 SiteEntry = tuple[float, str, int]
@@ -31,6 +38,29 @@ class Verdict(StrEnum):
     PROXY = "proxy"  # peers succeed where this proxy fails
     SITE = "site"  # peers fail there too
     UNKNOWN = "unknown"  # too few peer outcomes in the same stretch of time
+
+
+def red_cell(
+    *,
+    sites: int,
+    served: int,
+    since_failure_elsewhere: int,
+    since_success_elsewhere: int,
+    cfg: PoolConfig,
+) -> bool:
+    """Is a proxy's failure on a site a red cell in a green row, to count for the pair only?
+
+    The row is green when the proxy worked on another site within its last `window_size`
+    outcomes (or is too new to tell: `recent_window` outcomes or fewer) and failed on none
+    within its last `recent_window`. A proxy blocked by one site so keeps its standing, and its
+    traffic, everywhere else; a dead one fails on the next site it is sent to, and from then on
+    its failures are its own. With one site in sight, the cell is the whole row.
+    """
+    return (
+        sites > 1
+        and since_failure_elsewhere >= cfg.recent_window
+        and (since_success_elsewhere < cfg.window_size or served <= cfg.recent_window)
+    )
 
 
 def site_verdict(

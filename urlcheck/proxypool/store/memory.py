@@ -59,6 +59,7 @@ _SWEEP_EVERY = 60.0
 _FAST_LATENCY = 0.3  # EWMA weights: recent latency, and the proxy's own long-run baseline
 _SLOW_LATENCY = 0.02
 _NO_EVENTS: tuple[Event, ...] = ()
+_NEVER = -(1 << 62)  # the outcome number of a failure that never happened
 _PROXY = blame.Verdict.PROXY
 _FALLBACK_RANK = {
     State.HEALTHY: 0,
@@ -74,6 +75,10 @@ class _ProxyRec:
         "active",
         "cap",
         "failed_cycles",
+        "fail_a",
+        "fail_a_at",
+        "fail_b",
+        "fail_b_at",
         "id",
         "idle_after",
         "last_probe",
@@ -88,8 +93,10 @@ class _ProxyRec:
         "node_hash",
         "ok_a",
         "ok_a_at",
+        "ok_a_n",
         "ok_b",
         "ok_b_at",
+        "ok_b_n",
         "outlier",
         "probe_fail_streak",
         "probe_inconclusive",
@@ -102,6 +109,7 @@ class _ProxyRec:
         "ramp_ok",
         "recent_fail",
         "seq",
+        "served",
         "spiking",
         "stable_since",
         "state",
@@ -131,6 +139,13 @@ class _ProxyRec:
         # the two most recent distinct sites that worked, to tell a red row from a red cell
         self.ok_a = self.ok_b = ""
         self.ok_a_at = self.ok_b_at = -math.inf
+        # (also numbered by `served`, the outcomes recorded for the proxy or its pairs) and the
+        # two most recent distinct sites that failed: a failure on one site counts against the
+        # proxy when it failed on another site shortly before, or worked nowhere else
+        self.served = 0
+        self.ok_a_n = self.ok_b_n = _NEVER
+        self.fail_a = self.fail_b = ""
+        self.fail_a_at = self.fail_b_at = _NEVER
         self.until = 0.0
         self.level = 0
         self.failed_cycles = 0
@@ -156,6 +171,27 @@ class _ProxyRec:
         return (self.ok_a_at >= since and self.ok_a not in sites) or (
             self.ok_b_at >= since and self.ok_b not in sites
         )
+
+    def failed_on(self, site: str) -> None:
+        if site != self.fail_a:
+            self.fail_b, self.fail_b_at = self.fail_a, self.fail_a_at
+            self.fail_a = site
+        self.fail_a_at = self.served
+
+    def forget_failures_on(self, site: str) -> None:
+        if self.fail_a == site:
+            self.fail_a, self.fail_a_at = self.fail_b, self.fail_b_at
+        elif self.fail_b != site:
+            return
+        self.fail_b, self.fail_b_at = "", _NEVER
+
+    def since_failure_elsewhere(self, site: str) -> int:
+        """Outcomes since its latest failure on another site."""
+        return self.served - (self.fail_b_at if self.fail_a == site else self.fail_a_at)
+
+    def since_success_elsewhere(self, site: str) -> int:
+        """Outcomes since its latest success on another site."""
+        return self.served - (self.ok_b_n if self.ok_a == site else self.ok_a_n)
 
 
 class _PairRec:
@@ -401,6 +437,7 @@ class MemoryStore(PoolStore):
         if site_rec.fault is not None or self._our_side is not None:
             return events  # excused: the site or our side is at fault, not this proxy
         pair.window.push(code)
+        rec.served += 1
         if not fail:
             if code:
                 # rate limited: soft, and for this pair only
@@ -421,9 +458,10 @@ class MemoryStore(PoolStore):
             window.push(0)
             rec.seq += 1
             if site != rec.ok_a:
-                rec.ok_b, rec.ok_b_at = rec.ok_a, rec.ok_a_at
+                rec.ok_b, rec.ok_b_at, rec.ok_b_n = rec.ok_a, rec.ok_a_at, rec.ok_a_n
                 rec.ok_a = site
             rec.ok_a_at = now
+            rec.ok_a_n = rec.served
             rec.probe_fail_streak = 0
             if latency is not None and latency >= 0.0:
                 self._record_latency(rec, latency)
@@ -441,12 +479,32 @@ class MemoryStore(PoolStore):
                 return events
             self._after_success(rec, pair, now, events)
         else:
-            rec.window.push(code)
-            rec.seq += 1
-            rec.recent_fail.append((now, site, rec.seq))
-            self._after_failure(
-                rec, site=site, site_rec=site_rec, pair=pair, code=code, now=now, events=events
+            # A red cell in a green row counts against the pair only; the proxy's own window
+            # takes the failures that span its row, and those that are certainly its own.
+            cell = not code & PROXY_FAULT and blame.red_cell(
+                sites=len(self._sites),
+                served=rec.served,
+                since_failure_elsewhere=rec.since_failure_elsewhere(site),
+                since_success_elsewhere=rec.since_success_elsewhere(site),
+                cfg=cfg,
             )
+            rec.failed_on(site)
+            if not cell:
+                rec.window.push(code)
+                rec.seq += 1
+                rec.recent_fail.append((now, site, rec.seq))
+            self._after_failure(
+                rec,
+                site=site,
+                site_rec=site_rec,
+                pair=pair,
+                code=code,
+                cell=cell,
+                now=now,
+                events=events,
+            )
+            if cell:
+                return events
         self._reweigh(rec)
         return events
 
@@ -480,9 +538,16 @@ class MemoryStore(PoolStore):
                 rec.stable_since = now
                 self._set_state(rec, State.HEALTHY, "ramp complete: full weight", now, ev)
         elif state is State.HEALTHY or state is State.DEGRADED:
-            # A success cannot lower a window's rates: a healthy proxy can only be degraded by
-            # a latency spike or the outlier rule here.
-            if state is State.DEGRADED or rec.spiking or rec.outlier is not None:
+            # A success cannot raise a window's failure rates: a healthy proxy can only be
+            # degraded here by a latency spike or the outlier rule, or at the success that
+            # brings its window to min_outcomes, the first moment the rate rules apply (its
+            # failures may all have come before).
+            if (
+                state is State.DEGRADED
+                or rec.spiking
+                or rec.outlier is not None
+                or rec.window.n == cfg.min_outcomes
+            ):
                 self._check_degraded(rec, now, ev)
             if rec.level and now - rec.stable_since >= cfg.backoff_reset_after:
                 rec.level = 0  # worked stably for a while: the next quarantine starts short again
@@ -523,25 +588,29 @@ class MemoryStore(PoolStore):
         site_rec: _SiteRec,
         pair: _PairRec,
         code: int,
+        cell: bool,
         now: float,
         events: list[Event],
     ) -> None:
+        """Judge a failure: the proxy's (unless `cell`: it counts for the pair only), then the
+        pair's."""
         cfg = self.config
         state = rec.state
         if state is State.QUARANTINED or state is State.DEAD:
             return  # a fallback lease: nothing more to learn
-        certain = bool(code & PROXY_FAULT)
         entries = site_rec.entries
-        if state is State.PROBING and (certain or self._half_open_verdict(rec, entries, now)):
-            # Half-open: one failure that is clearly the proxy's sends it back, longer.
-            self._bench(rec, "failed while half-open", now, events)
-            return
         noise = self._noise(now)
-        proxy_trip = health.trip(rec.window, cfg, noise)
-        if proxy_trip is not None and self._judge_proxy(
-            rec, tripped=proxy_trip, certain=certain, noise=noise, now=now, events=events
-        ):
-            return
+        if not cell:
+            certain = bool(code & PROXY_FAULT)
+            if state is State.PROBING and (certain or self._half_open_verdict(rec, entries, now)):
+                # Half-open: one failure that is clearly the proxy's sends it back, longer.
+                self._bench(rec, "failed while half-open", now, events)
+                return
+            proxy_trip = health.trip(rec.window, cfg, noise)
+            if proxy_trip is not None and self._judge_proxy(
+                rec, tripped=proxy_trip, certain=certain, noise=noise, now=now, events=events
+            ):
+                return
         pair_trip = health.trip(pair.window, cfg, noise)
         if (
             pair_trip is not None
@@ -559,7 +628,8 @@ class MemoryStore(PoolStore):
                 now=now,
                 events=events,
             )
-        self._check_degraded(rec, now, events)
+        if not cell:
+            self._check_degraded(rec, now, events)
 
     def _judge_proxy(
         self,
@@ -768,7 +838,10 @@ class MemoryStore(PoolStore):
         for proxy_id, pair in site_rec.pairs.items():
             pair.window.reset()
             rec = self._proxies.get(proxy_id)
-            if rec is None or not rec.recent_fail:
+            if rec is None:
+                continue
+            rec.forget_failures_on(site)
+            if not rec.recent_fail:
                 continue
             kept = [f for f in rec.recent_fail if f[1] != site]
             for _, _, seq in rec.recent_fail:
@@ -846,6 +919,8 @@ class MemoryStore(PoolStore):
         """Quarantine over: half-open, with fresh windows and a small share of traffic."""
         rec.window.reset()
         rec.recent_fail.clear()
+        rec.fail_a = rec.fail_b = ""
+        rec.fail_a_at = rec.fail_b_at = _NEVER
         rec.ramp_ok = rec.probe_ok = rec.probe_inconclusive = rec.probe_fail_streak = 0
         rec.spiking = False
         rec.outlier = None
