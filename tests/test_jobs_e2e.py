@@ -251,17 +251,18 @@ def test_one_sigint_pauses_and_resume_completes(tmp_path: Path, site: SiteServer
 
 
 def test_two_sigints_force_the_stop_and_resume_completes(tmp_path: Path, site: SiteServer) -> None:
-    rows = 60
-    # Rows 11..25 take 1.5 s: they are in flight when the first SIGINT comes, so the graceful
-    # stop is still waiting for them when the second one forces it.
+    rows = 40
+    # Every row after the 10th takes 1.5 s: those in flight when the first SIGINT comes keep
+    # the graceful stop waiting until the second one forces it.
     urls = [
-        row_url(site, "int2", row, "/delay/1.5" if 11 <= row <= 25 else "/delay/0.2")
+        row_url(site, "int2", row, "/delay/1.5" if row > 10 else "/delay/0.2")
         for row in range(1, rows + 1)
     ]
     csv = write_rows(tmp_path / "in.csv", urls)
     jobdir = tmp_path / "job"
     crawl = Crawl(csv, jobdir)
     crawl.wait_lines(10)
+    time.sleep(0.5)  # the slow rows have left (one delay after the fast ones ended) and hang
     crawl.signal(signal.SIGINT)
     time.sleep(0.3)
     crawl.signal(signal.SIGINT)
