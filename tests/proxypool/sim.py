@@ -81,6 +81,7 @@ class Sim:
     per_site: Counter[str] = field(default_factory=Counter)
     per_site_ok: Counter[str] = field(default_factory=Counter)
     per_proxy: Counter[str] = field(default_factory=Counter)
+    per_cell: Counter[tuple[str, str]] = field(default_factory=Counter)  # (site, proxy id)
     next_probe_at: float = 0.0
 
     def __post_init__(self) -> None:
@@ -92,6 +93,7 @@ class Sim:
         self.per_site.clear()
         self.per_site_ok.clear()
         self.per_proxy.clear()
+        self.per_cell.clear()
 
     @property
     def success_rate(self) -> float:
@@ -119,6 +121,7 @@ class Sim:
         self.requests += 1
         self.per_site[lease.site] += 1
         self.per_proxy[lease.proxy.id] += 1
+        self.per_cell[(lease.site, lease.proxy.id)] += 1
         if outcome.ok:
             self.successes += 1
             self.per_site_ok[lease.site] += 1

@@ -1,6 +1,7 @@
 from urlcheck.proxypool import PoolConfig
 from urlcheck.proxypool.blame import (
     Verdict,
+    green_row,
     our_side_reason,
     outliers,
     site_fault_reason,
@@ -87,3 +88,21 @@ def test_envoy_outlier_rule() -> None:
     # a tight, healthy pool does not call 95% an outlier next to 99%
     tight = [(f"p{i}", 0.99) for i in range(9)] + [("p9", 0.95)]
     assert outliers(tight, CFG) == {}
+
+
+def test_green_row() -> None:
+    ok = [("b", 0), ("c", 0)] * 20
+    assert green_row(ok, "a", CFG)
+    assert green_row([*ok, ("a", 1), ("a", 1)], "a", CFG)  # its failures on a itself
+    # one failure elsewhere is one error; two among the last five outcomes are a red row
+    assert green_row([*ok, ("b", 1), ("c", 0), ("a", 1)], "a", CFG)
+    assert not green_row([*ok, ("b", 1), ("c", 0), ("c", 1)], "a", CFG)
+    # failing elsewhere more than noise, however spread out: a red row
+    spread = [("b", 0), ("c", 0), ("b", 0), ("c", 0), ("b", 0), ("c", 1)] * 8
+    assert not green_row(spread, "a", CFG)
+    assert green_row(spread[-12:] + ok, "a", CFG)  # two in 42 outcomes: noise
+    # nothing elsewhere lately: the cell is the whole row, unless the proxy is too new to tell
+    assert not green_row([("a", 0)] * 20, "a", CFG)
+    assert green_row([("a", 0), ("a", 1)], "a", CFG)
+    assert green_row([], "a", CFG)
+    assert not green_row([("a", 0)] * 3 + [("b", 1)] * 3, "a", CFG)  # worked nowhere else

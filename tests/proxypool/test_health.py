@@ -12,6 +12,7 @@ from urlcheck.proxypool.health import (
     percentile,
     ramp,
     recovered,
+    red,
     success_factor,
     trip,
 )
@@ -149,3 +150,15 @@ def test_percentile() -> None:
     assert percentile(values, 0.5) in (50.0, 51.0)
     assert percentile(values, 0.95) in (95.0, 96.0)
     assert percentile([], 0.5) is None
+
+
+def test_a_red_cell_failed_twice_in_a_row_or_is_under_the_quarantine_bar() -> None:
+    assert not red(window_of([]), CFG)
+    assert red(window_of([FAIL | CAPTCHA]), CFG)  # one captcha in one
+    assert not red(window_of([0] * 19 + [FAIL]), CFG)  # one failure in a green record: noise
+    assert red(window_of([0] * 18 + [FAIL] * 2), CFG)  # twice in a row
+    assert not red(window_of([0] * 5 + [FAIL, 0, FAIL, 0, FAIL, 0]), CFG)  # 73%, never twice
+    assert red(window_of([0] * 5 + [FAIL, 0, FAIL, 0, FAIL, 0, FAIL]), CFG)  # 67%
+    assert red(window_of([0] * 7 + [FAIL | CAPTCHA, 0, FAIL | CAPTCHA]), CFG)  # captchas 20%...
+    assert not red(window_of([0] * 8 + [FAIL | CAPTCHA, 0, FAIL | CAPTCHA]), CFG)  # ...18%
+    assert not red(window_of([SOFT] * 10), CFG)  # rate limits are soft

@@ -288,3 +288,109 @@ def test_early_failures_are_judged_once_the_window_is_full():
         clock.advance(0.01)
     state = {p["id"]: p["state"] for p in pool.snapshot()["proxies"]}[target]
     assert state == "degraded"
+
+
+def _serve(pool: ProxyPool, target: str, site: str, outcome: Outcome) -> bool:
+    """Release `outcome` for the next lease of `target` on `site`, the others' leases OK.
+    False when `target` is not leased for `site` (benched there, or out of service)."""
+    clock = clock_of(pool)
+    for _ in range(200):
+        lease = pool.acquire(site)
+        clock.advance(0.05)
+        if lease.proxy.id == target:
+            pool.release(lease, outcome)
+            return True
+        pool.release(lease, OK)
+    return False
+
+
+def _info(pool: ProxyPool, target: str) -> dict[str, object]:
+    return {p["id"]: dict(p) for p in pool.snapshot()["proxies"]}[target]
+
+
+CAPTCHA = Outcome(status=200, captcha="recaptcha", latency=0.1)
+
+
+def test_a_red_cell_in_a_green_row_counts_for_the_pair_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pool = make_pool(5, seed=3)
+    target = pool.proxies[0].id
+    for _ in range(20):
+        assert _serve(pool, target, "b", OK)
+    with caplog.at_level(logging.INFO, logger="urlcheck.proxypool"):
+        captchas = 0
+        while _serve(pool, target, "a", CAPTCHA):  # site a blocks it: until benched there
+            captchas += 1
+            assert _serve(pool, target, "b", OK)
+            assert captchas < 10
+    assert captchas == 3  # three in a row: benched for a
+    snapshot = pool.snapshot()
+    cell = snapshot["matrix"]["a"][target]
+    assert cell["benched_until"] is not None
+    assert cell["success_rate"] == 0.0
+    info = _info(pool, target)
+    # the proxy itself is untouched: no failure, no captcha, full weight, still healthy
+    assert (info["state"], info["success_rate"], info["captcha_rate"]) == ("healthy", 1.0, 0.0)
+    assert info["weight"] == pytest.approx(1.0, abs=0.01)
+    assert [r.getMessage() for r in caplog.records if "->" in r.getMessage()] == []
+    assert _serve(pool, target, "b", OK)  # and it keeps serving b
+
+
+def test_a_cell_turning_red_counts_from_its_second_failure() -> None:
+    # Site a worked through the proxy, then starts blocking it: the first captcha is one error
+    # in a green record (it counts, as noise would); from the second one the cell is red.
+    pool = make_pool(5, seed=3)
+    target = pool.proxies[0].id
+    for _ in range(10):
+        for site in ("a", "b"):
+            assert _serve(pool, target, site, OK)
+    captchas = 0
+    while _serve(pool, target, "a", CAPTCHA):
+        captchas += 1
+        assert _serve(pool, target, "b", OK)
+        assert captchas < 10
+    assert captchas >= 3
+    assert pool.snapshot()["matrix"]["a"][target]["benched_until"] is not None
+    info = _info(pool, target)
+    assert info["state"] == "healthy"
+    assert isinstance(info["outcomes"], int)
+    assert info["captcha_rate"] == pytest.approx(1 / info["outcomes"])
+
+
+def test_failures_on_several_sites_count_against_the_proxy() -> None:
+    pool = make_pool(5, seed=3)
+    target = pool.proxies[0].id
+    for _ in range(10):
+        for site in ("a", "b", "c"):
+            assert _serve(pool, target, site, OK)
+    for _ in range(30):
+        if _info(pool, target)["state"] == "quarantined":
+            break
+        for site in ("a", "b", "c"):
+            _serve(pool, target, site, TIMEOUT)
+    info = _info(pool, target)
+    assert info["state"] == "quarantined"  # its row is red: the proxy's fault
+    assert isinstance(info["success_rate"], float) and info["success_rate"] < 0.95
+
+
+def test_certain_faults_on_one_site_count_against_the_proxy() -> None:
+    pool = make_pool(5, seed=3)
+    target = pool.proxies[0].id
+    for _ in range(10):
+        for site in ("a", "b"):
+            assert _serve(pool, target, site, OK)
+    unreachable = Outcome(error=ErrorKind.PROXY_UNREACHABLE, latency=1.0)
+    assert _serve(pool, target, "a", unreachable)
+    info = _info(pool, target)
+    assert isinstance(info["success_rate"], float) and info["success_rate"] < 1.0
+
+
+def test_with_one_site_in_sight_the_cell_is_the_row() -> None:
+    pool = make_pool(5, seed=3)
+    target = pool.proxies[0].id
+    for _ in range(10):
+        assert _serve(pool, target, "a", OK)
+    assert _serve(pool, target, "a", CAPTCHA)
+    info = _info(pool, target)
+    assert isinstance(info["captcha_rate"], float) and info["captcha_rate"] > 0.0

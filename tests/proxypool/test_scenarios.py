@@ -2,6 +2,7 @@
 
 import logging
 import random
+from collections import Counter
 
 import pytest
 
@@ -427,6 +428,74 @@ def test_dead_after_failed_cycles_then_probed_rarely() -> None:
             pool.report_probe(task.proxy.id, task.control_url, task.proxy.id != target, 0.1)
         clock.advance(1.0)
     assert 1 <= probes <= 2
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_blocked_by_one_site_keeps_serving_the_others(seed: int) -> None:
+    # Three proxies of ten get only captchas from site A and work on B and C (everyone fails
+    # 1% at random). Their captchas are red cells in green rows: they lose A, not their
+    # standing, so they keep a full share of B and C from the first minutes on.
+    pool = make_pool(10, seed=seed)
+    blocked = {p.id for p in pool.proxies[:3]}
+    good = [p.id for p in pool.proxies[3:]]
+
+    def behave(proxy_id: str, site: str, now: float, rng: random.Random) -> Outcome:
+        if site == "a.example" and proxy_id in blocked:
+            return CAPTCHA
+        return TIMEOUT if rng.random() < 0.01 else OK
+
+    states_seen: Counter[str] = Counter()
+    benched_seen: set[tuple[str, str]] = set()
+    captchas_counted = []
+
+    def check(snapshot: PoolSnapshot) -> None:
+        states_seen.update(p["state"] for p in snapshot["proxies"] if p["id"] in blocked)
+        captchas_counted.extend(
+            p["captcha_rate"]
+            for p in snapshot["proxies"]
+            if p["id"] in blocked and p["captcha_rate"]
+        )
+        benched_seen.update(benched_pairs(snapshot))
+
+    sim = Sim(pool, behave, SITES, seed=seed)
+
+    def elsewhere(proxy_id: str) -> int:
+        return sim.per_cell[("b.example", proxy_id)] + sim.per_cell[("c.example", proxy_id)]
+
+    # a short crawl (300 requests): the blocked ones are not starved while A is learnt
+    sim.run(300, check=check, check_every=5)
+    sim.drain()
+    wasted = sum(sim.per_cell[("a.example", p)] for p in blocked)
+    assert wasted <= 15  # a few captchas each, then benched on A
+    mean_good = sum(elsewhere(p) for p in good) / len(good)
+    mean_blocked = sum(elsewhere(p) for p in blocked) / len(blocked)
+    assert mean_blocked >= 0.6 * mean_good
+    # after the warm-up: ~no A for them, a fair share of B and C
+    sim.run(700, check=check)
+    sim.reset_counts()
+    sim.run(10_000, check=check)
+    on_a = sim.per_site["a.example"]
+    assert sum(sim.per_cell[("a.example", p)] for p in blocked) <= 0.005 * on_a
+    for site in ("b.example", "c.example"):
+        share_good = sum(sim.per_cell[(site, p)] for p in good) / len(good)
+        for proxy_id in blocked:
+            assert sim.per_cell[(site, proxy_id)] >= 0.5 * share_good, (site, proxy_id)
+    # No captcha ever counted against them, so they stay healthy: like anyone, they may be
+    # degraded for a while by a few random timeouts close together, but not by site A (which
+    # used to keep them degraded a fifth of the time).
+    assert captchas_counted == []
+    assert set(states_seen) <= {"healthy", "degraded"}
+    assert states_seen["healthy"] >= 0.95 * states_seen.total()
+    assert {("a.example", p) for p in blocked} <= benched_seen
+    assert {p for site, p in benched_seen if site == "a.example"} == blocked
+    snapshot = pool.snapshot()
+    assert snapshot["totals"]["quarantines_total"] == 0
+    weights = {info["id"]: info["weight"] for info in snapshot["proxies"]}
+    mean_weight = sum(weights[p] for p in good) / len(good)
+    for proxy_id in blocked:
+        assert weights[proxy_id] >= 0.8 * mean_weight  # full standing: 1% noise, no captchas
+        assert snapshot["matrix"]["a.example"][proxy_id]["success_rate"] == 0.0
+    assert sim.site_success("a.example") >= 0.975  # 1% noise, and a few captchas
 
 
 def test_captcha_rate_benches_the_pair() -> None:

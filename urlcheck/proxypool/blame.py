@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Verdict",
+    "green_row",
     "our_side_reason",
     "outliers",
-    "red_cell",
     "site_fault_reason",
     "site_verdict",
 ]
@@ -40,27 +40,29 @@ class Verdict(StrEnum):
     UNKNOWN = "unknown"  # too few peer outcomes in the same stretch of time
 
 
-def red_cell(
-    *,
-    sites: int,
-    served: int,
-    since_failure_elsewhere: int,
-    since_success_elsewhere: int,
-    cfg: PoolConfig,
-) -> bool:
-    """Is a proxy's failure on a site a red cell in a green row, to count for the pair only?
+def green_row(row: Sequence[tuple[str, int]], site: str, cfg: PoolConfig) -> bool:
+    """Is a proxy's row green outside `site`, so that a red cell there is the pair's problem?
 
-    The row is green when the proxy worked on another site within its last `window_size`
-    outcomes (or is too new to tell: `recent_window` outcomes or fewer) and failed on none
-    within its last `recent_window`. A proxy blocked by one site so keeps its standing, and its
-    traffic, everywhere else; a dead one fails on the next site it is sent to, and from then on
-    its failures are its own. With one site in sight, the cell is the whole row.
+    `row` is (site, failed) of the proxy's latest outcomes, oldest first. Green: it worked on
+    other sites, failed there at most once in its last `recent_window` outcomes (one error is
+    never a signal), and at most once plus `1 - degrade_below` of its outcomes there overall
+    (a record that would not degrade it). A proxy too new to tell (`recent_window` outcomes or
+    fewer) gets the benefit of the doubt; one that served nothing else lately has no other
+    cell: its cell is its row.
     """
-    return (
-        sites > 1
-        and since_failure_elsewhere >= cfg.recent_window
-        and (since_success_elsewhere < cfg.window_size or served <= cfg.recent_window)
-    )
+    outcomes = failures = recent = 0
+    last = len(row)
+    for index in range(last - 1, -1, -1):
+        other, failed = row[index]
+        if other == site:
+            continue
+        outcomes += 1
+        failures += failed
+        if last - index <= cfg.recent_window:
+            recent += failed
+    if outcomes == failures and last > cfg.recent_window:
+        return False  # worked nowhere else lately
+    return recent < 2 and failures <= 1 + (1.0 - cfg.degrade_below) * outcomes
 
 
 def site_verdict(

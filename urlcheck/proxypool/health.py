@@ -156,6 +156,18 @@ def degrade_reason(window: Window, cfg: PoolConfig) -> str | None:
     return None
 
 
+def red(window: Window, cfg: PoolConfig) -> bool:
+    """Is this (proxy, site) cell red? Its last two outcomes failed, or its record, however
+    short, is under the quarantine bars. One failure in a green cell is noise."""
+    if window.recent & 3 == 3:
+        return True
+    n = window.n
+    return n > 0 and (
+        window.success_rate(cfg.soft_failure_weight) < cfg.quarantine_below
+        or window.captchas >= cfg.captcha_quarantine_rate * n
+    )
+
+
 def recovered(window: Window, cfg: PoolConfig) -> bool:
     """Hysteresis: a degraded proxy needs a clearly better record than the one that degraded it."""
     n = window.n

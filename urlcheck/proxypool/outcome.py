@@ -27,6 +27,7 @@ CAPTCHA = 4
 BLOCK = 8
 PROXY_FAULT = 16  # certainly the proxy's fault, whatever other proxies see on the site
 PERMANENT = 32  # no point retrying this proxy: 407
+CELL = 64  # set by the store: a failure counted for the (proxy, site) pair only, not the proxy
 WINDOW_BITS = FAIL | SOFT | CAPTCHA | BLOCK
 
 _RATE_LIMIT_STATUSES = frozenset({429, 503})

@@ -26,7 +26,7 @@ from ..events import (
 )
 from ..hashing import stable_hash
 from ..health import IN_SERVICE, State, Window
-from ..outcome import FAIL, PERMANENT, PROXY_FAULT, SOFT, classify
+from ..outcome import CELL, FAIL, PERMANENT, PROXY_FAULT, SOFT, classify
 from ..probes import ControlUrlStats
 from ..strategies import (
     pick_least_connections,
@@ -59,7 +59,6 @@ _SWEEP_EVERY = 60.0
 _FAST_LATENCY = 0.3  # EWMA weights: recent latency, and the proxy's own long-run baseline
 _SLOW_LATENCY = 0.02
 _NO_EVENTS: tuple[Event, ...] = ()
-_NEVER = -(1 << 62)  # the outcome number of a failure that never happened
 _PROXY = blame.Verdict.PROXY
 _FALLBACK_RANK = {
     State.HEALTHY: 0,
@@ -73,12 +72,12 @@ _FALLBACK_RANK = {
 class _ProxyRec:
     __slots__ = (
         "active",
+        "bench_a",
+        "bench_a_until",
+        "bench_b",
+        "bench_b_until",
         "cap",
         "failed_cycles",
-        "fail_a",
-        "fail_a_at",
-        "fail_b",
-        "fail_b_at",
         "id",
         "idle_after",
         "last_probe",
@@ -93,10 +92,8 @@ class _ProxyRec:
         "node_hash",
         "ok_a",
         "ok_a_at",
-        "ok_a_n",
         "ok_b",
         "ok_b_at",
-        "ok_b_n",
         "outlier",
         "probe_fail_streak",
         "probe_inconclusive",
@@ -108,8 +105,8 @@ class _ProxyRec:
         "quarantines",
         "ramp_ok",
         "recent_fail",
+        "row",
         "seq",
-        "served",
         "spiking",
         "stable_since",
         "state",
@@ -139,13 +136,12 @@ class _ProxyRec:
         # the two most recent distinct sites that worked, to tell a red row from a red cell
         self.ok_a = self.ok_b = ""
         self.ok_a_at = self.ok_b_at = -math.inf
-        # (also numbered by `served`, the outcomes recorded for the proxy or its pairs) and the
-        # two most recent distinct sites that failed: a failure on one site counts against the
-        # proxy when it failed on another site shortly before, or worked nowhere else
-        self.served = 0
-        self.ok_a_n = self.ok_b_n = _NEVER
-        self.fail_a = self.fail_b = ""
-        self.fail_a_at = self.fail_b_at = _NEVER
+        # (site, failed) of its last outcomes anywhere, red cells included: its row in the
+        # matrix, to tell a red cell in a green row (the pair's problem) from a red row
+        self.row: deque[tuple[str, int]] = deque(maxlen=cfg.window_size)
+        # the two most recent distinct sites it was benched on, and until when
+        self.bench_a = self.bench_b = ""
+        self.bench_a_until = self.bench_b_until = 0.0
         self.until = 0.0
         self.level = 0
         self.failed_cycles = 0
@@ -172,26 +168,22 @@ class _ProxyRec:
             self.ok_b_at >= since and self.ok_b not in sites
         )
 
-    def failed_on(self, site: str) -> None:
-        if site != self.fail_a:
-            self.fail_b, self.fail_b_at = self.fail_a, self.fail_a_at
-            self.fail_a = site
-        self.fail_a_at = self.served
+    def benched_on(self, site: str, until: float) -> None:
+        if site != self.bench_a:
+            self.bench_b, self.bench_b_until = self.bench_a, self.bench_a_until
+            self.bench_a = site
+        self.bench_a_until = until
+
+    def benched_elsewhere(self, site: str, now: float) -> bool:
+        return (self.bench_a_until > now and self.bench_a != site) or (
+            self.bench_b_until > now and self.bench_b != site
+        )
 
     def forget_failures_on(self, site: str) -> None:
-        if self.fail_a == site:
-            self.fail_a, self.fail_a_at = self.fail_b, self.fail_b_at
-        elif self.fail_b != site:
-            return
-        self.fail_b, self.fail_b_at = "", _NEVER
-
-    def since_failure_elsewhere(self, site: str) -> int:
-        """Outcomes since its latest failure on another site."""
-        return self.served - (self.fail_b_at if self.fail_a == site else self.fail_a_at)
-
-    def since_success_elsewhere(self, site: str) -> int:
-        """Outcomes since its latest success on another site."""
-        return self.served - (self.ok_b_n if self.ok_a == site else self.ok_a_n)
+        if any(s == site and failed for s, failed in self.row):
+            kept = [(s, 0 if s == site else failed) for s, failed in self.row]
+            self.row.clear()
+            self.row.extend(kept)
 
 
 class _PairRec:
@@ -314,7 +306,12 @@ class MemoryStore(PoolStore):
                 events, self._deferred = self._deferred, []
                 self._maintain(now, events)
             site_rec = self._sites.get(site)
-            pairs = site_rec.pairs if site_rec is not None else {}
+            if site_rec is None:
+                # in sight from its first request: a failure's row is judged against the sites
+                # the crawl visits, not only those that answered so far
+                site_rec = self._sites[site] = _SiteRec(self.config)
+                site_rec.last_seen = now
+            pairs = site_rec.pairs
             lost = False
             rec: _ProxyRec | None = None
             if key is None:
@@ -437,7 +434,6 @@ class MemoryStore(PoolStore):
         if site_rec.fault is not None or self._our_side is not None:
             return events  # excused: the site or our side is at fault, not this proxy
         pair.window.push(code)
-        rec.served += 1
         if not fail:
             if code:
                 # rate limited: soft, and for this pair only
@@ -457,11 +453,11 @@ class MemoryStore(PoolStore):
             window = rec.window
             window.push(0)
             rec.seq += 1
+            rec.row.append((site, 0))
             if site != rec.ok_a:
-                rec.ok_b, rec.ok_b_at, rec.ok_b_n = rec.ok_a, rec.ok_a_at, rec.ok_a_n
+                rec.ok_b, rec.ok_b_at = rec.ok_a, rec.ok_a_at
                 rec.ok_a = site
             rec.ok_a_at = now
-            rec.ok_a_n = rec.served
             rec.probe_fail_streak = 0
             if latency is not None and latency >= 0.0:
                 self._record_latency(rec, latency)
@@ -481,15 +477,18 @@ class MemoryStore(PoolStore):
         else:
             # A red cell in a green row counts against the pair only; the proxy's own window
             # takes the failures that span its row, and those that are certainly its own.
-            cell = not code & PROXY_FAULT and blame.red_cell(
-                sites=len(self._sites),
-                served=rec.served,
-                since_failure_elsewhere=rec.since_failure_elsewhere(site),
-                since_success_elsewhere=rec.since_success_elsewhere(site),
-                cfg=cfg,
+            cell = (
+                not code & PROXY_FAULT
+                and len(self._sites) > 1
+                and health.red(pair.window, cfg)
+                and not rec.benched_elsewhere(site, now)
+                and blame.green_row(rec.row, site, cfg)
             )
-            rec.failed_on(site)
-            if not cell:
+            rec.row.append((site, 1))
+            if cell:
+                # marked in the pool window too: not part of the background noise
+                self._pool[-1] = (now, rec.id, code | CELL, site)
+            else:
                 rec.window.push(code)
                 rec.seq += 1
                 rec.recent_fail.append((now, site, rec.seq))
@@ -778,10 +777,10 @@ class MemoryStore(PoolStore):
                 total += n
         if total < len(self._pool):
             # Too little per-proxy history yet (a fresh pool): take the pool's recent outcomes,
-            # leaving out those of proxies failing outright.
+            # leaving out those of proxies failing outright and the red cells of green rows.
             fails = total = 0.0
             for _, proxy_id, code, _ in self._pool:
-                if proxy_id not in failing:
+                if proxy_id not in failing and not code & CELL:
                     total += 1
                     fails += code & FAIL
         self._noise_at = now
@@ -919,8 +918,6 @@ class MemoryStore(PoolStore):
         """Quarantine over: half-open, with fresh windows and a small share of traffic."""
         rec.window.reset()
         rec.recent_fail.clear()
-        rec.fail_a = rec.fail_b = ""
-        rec.fail_a_at = rec.fail_b_at = _NEVER
         rec.ramp_ok = rec.probe_ok = rec.probe_inconclusive = rec.probe_fail_streak = 0
         rec.spiking = False
         rec.outlier = None
@@ -1004,6 +1001,7 @@ class MemoryStore(PoolStore):
         seconds = health.backoff(pair.level, cfg, self._random())
         pair.level += 1
         pair.benched_until = now + seconds
+        rec.benched_on(site, pair.benched_until)
         events.append(PairBenched(rec.id, site, seconds, reason))
 
     # ----------------------------------------------------------------- maintenance
