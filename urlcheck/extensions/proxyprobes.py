@@ -39,7 +39,7 @@ _IDLE_AFTER = 5.0  # seconds without a proxied request after which probing pause
 class ProxyProbes:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self._pool: ProxyPool | None = None
+        self.pool: ProxyPool | None = None
         self._probe_loop = LoopingCall(self._send_probes)
         self._report_loop = LoopingCall(self._report)
         self._assigned = 0
@@ -56,18 +56,13 @@ class ProxyProbes:
         crawler.signals.connect(extension._closed, signal=signals.spider_closed)
         return extension
 
-    @property
-    def pool(self) -> ProxyPool | None:
-        if self._pool is None:
-            self._pool = ProxyPoolMiddleware.pool_for(self.crawler)
-        return self._pool
-
     def _opened(self) -> None:
-        settings = self.crawler.settings
-        self._probe_loop.start(settings.getfloat("URLCHECK_PROXY_PROBE_INTERVAL", 1.0), now=False)
-        self._report_loop.start(
-            settings.getfloat("URLCHECK_PROXY_REPORT_INTERVAL", 60.0), now=False
-        )
+        middleware = ProxyPoolMiddleware.for_crawler(self.crawler)
+        if middleware is None:  # the middleware is not in DOWNLOADER_MIDDLEWARES
+            return
+        self.pool = middleware.pool
+        self._probe_loop.start(middleware.settings.probe_interval, now=False)
+        self._report_loop.start(middleware.settings.report_interval, now=False)
 
     def _crawl_is_working(self, stats: StatsCollector) -> bool:
         """Probes serve the crawl's traffic: with no row left in flight they would only keep

@@ -7,15 +7,13 @@ from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import signals
 
+from urlcheck.jobs.counts import status_class
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
-
-
-def status_class(status: int | None) -> str:
-    return "none" if status is None else f"{status // 100}xx"
 
 
 class Summary:

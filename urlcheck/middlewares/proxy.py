@@ -61,7 +61,7 @@ _ERROR_KINDS = {
 
 
 class ProxyPoolMiddleware:
-    _pools: ClassVar[WeakKeyDictionary[Crawler, ProxyPool]] = WeakKeyDictionary()
+    _instances: ClassVar[WeakKeyDictionary[Crawler, ProxyPoolMiddleware]] = WeakKeyDictionary()
 
     def __init__(self, crawler: Crawler, settings: ProxySettings, pool: ProxyPool) -> None:
         self.crawler = crawler
@@ -74,7 +74,6 @@ class ProxyPoolMiddleware:
         if settings is None:
             raise NotConfigured  # no URLCHECK_PROXIES or URLCHECK_PROXY_FILE: the crawl runs direct
         pool = ProxyPool(settings.proxies, settings.pool, store=store_from_uri(settings.store_uri))
-        cls._pools[crawler] = pool
         assert crawler.stats is not None
         pool.subscribe(partial(count_event, crawler.stats))
         logger.info(
@@ -83,11 +82,13 @@ class ProxyPoolMiddleware:
             settings.pool.strategy,
             settings.sticky if settings.sticky != "column" else f"column:{settings.sticky_column}",
         )
-        return cls(crawler, settings, pool)
+        middleware = cls._instances[crawler] = cls(crawler, settings, pool)
+        return middleware
 
     @classmethod
-    def pool_for(cls, crawler: Crawler) -> ProxyPool | None:
-        return cls._pools.get(crawler)
+    def for_crawler(cls, crawler: Crawler) -> ProxyPoolMiddleware | None:
+        """The crawl's middleware (its pool and parsed settings), for the probes extension."""
+        return cls._instances.get(crawler)
 
     # --- requests ------------------------------------------------------------------------------
 
