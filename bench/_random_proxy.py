@@ -3,7 +3,7 @@
 It replaces urlcheck's ProxyPoolMiddleware (same priority, 580) and does everything else the
 same way, so that the bench measures the choice of proxy and nothing else: the same captcha and
 block detection (urlcheck.detection), the same retry through another (random) proxy with
-Scrapy's get_retry_request and URLCHECK_PROXY_BLOCK_RETRIES, and the same META_BLOCKED mark
+Scrapy's get_retry_request and URLCHECK_PROXY_BLOCK_RETRIES, and the same m.BLOCKED mark
 when it gives up, from which the spider records ``error: "blocked"``.
 
 Settings: URLCHECK_PROXIES / URLCHECK_PROXY_FILE (read as the pool reads them) and
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Self
 from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.exceptions import NotConfigured
 
+from urlcheck import meta as m
 from urlcheck.detection import detect, header_map
-from urlcheck.middlewares.proxy import META_BLOCKED, META_PROXY
 from urlcheck.proxyconfig import ProxySettings
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class RandomProxyMiddleware:
         request.headers.pop(_AUTH, None)
         request.meta.pop("_auth_proxy", None)
         request.meta["proxy"] = proxy.url
-        request.meta[META_PROXY] = proxy.display
+        request.meta[m.PROXY] = proxy.display
         if proxy.auth_header:
             request.headers[_AUTH] = proxy.auth_header
             request.meta["_auth_proxy"] = proxy.url
@@ -81,5 +81,5 @@ class RandomProxyMiddleware:
         )
         if retry is not None:
             return retry
-        request.meta[META_BLOCKED] = f"{kind}:{signature}"
+        request.meta[m.BLOCKED] = f"{kind}:{signature}"
         return response

@@ -21,12 +21,14 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from urlcheck.commands.job import run_job_command
-from urlcheck.config import ConfigError
-from urlcheck.extensions.jobcontrol import JobControl, JobControlConfig, wait_while_paused
+from urlcheck.config import ConfigError, JobControlConfig
+from urlcheck.extensions.jobcontrol import JobControl, wait_while_paused
 from urlcheck.jobs.context import JobContext
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
 from urlcheck.jobs.files import ControlAction, JobMeta, JobState, parse_utc_iso, write_control
 from urlcheck.jobs.lock import JobLock, lock_holder
+from urlcheck.results import Result
+from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -101,7 +103,7 @@ class JobSpider(Spider):
         self.yielded = 0
 
     async def start(self) -> AsyncIterator[Any]:
-        self.job_context = JobContext(
+        runtime(self.crawler).job_context = JobContext(
             jobdir=self.jobdir,
             results_path=self.jobdir / "results.jsonl",
             input_path=self.jobdir / "in.csv",
@@ -123,14 +125,16 @@ class JobSpider(Spider):
             self.yielded += 1
             yield Request(f"{self.base}/row/{row}", cb_kwargs={"row": row}, dont_filter=True)
 
-    def parse(self, response: Response, row: int) -> Iterator[dict[str, Any]]:
-        yield {
-            "row": row,
-            "status": response.status,
-            "final_status": response.status,
-            "verdict": "pass" if row % 2 else None,
-            "error": None,
-        }
+    def parse(self, response: Response, row: int) -> Iterator[Result]:
+        yield Result.from_dict(
+            {
+                "row": row,
+                "url": response.url,
+                "status": response.status,
+                "final_status": response.status,
+                "verdict": "pass" if row % 2 else None,
+            }
+        )
 
 
 def make_crawler(jobdir: Path, **settings: Any) -> Crawler:
@@ -152,8 +156,8 @@ class Items:
         self.rows: list[int] = []
         crawler.signals.connect(self.scraped, signal=signals.item_scraped)
 
-    def scraped(self, item: dict[str, Any]) -> None:
-        self.rows.append(item["row"])
+    def scraped(self, item: Result) -> None:
+        self.rows.append(item.row)
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> float:

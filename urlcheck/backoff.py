@@ -11,16 +11,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
-from weakref import WeakKeyDictionary
+from typing import TYPE_CHECKING, NamedTuple
 
-from urlcheck.config import SettingsReader
+from urlcheck.settingsreader import SettingsReader
 
 if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
-Clock = Callable[[], float]
+    from urlcheck.clock import Clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,13 +76,11 @@ class PausedHost(NamedTuple):
 class HostBackoff:
     """Which hosts are paused, until when (monotonic clock), after how many strikes.
 
-    One instance per crawler (:meth:`for_crawler`), shared by the middleware that pauses
+    One instance per crawl (:func:`urlcheck.runtime.runtime`), shared by the middleware that pauses
     hosts, the queue that holds their requests back and the feeder that stops reading rows
     for them. Kept here rather than on Scrapy's download slot: idle slots are
     garbage-collected after 60 s, which would drop a 120 s back-off.
     """
-
-    _instances: ClassVar[WeakKeyDictionary[Crawler, HostBackoff]] = WeakKeyDictionary()
 
     def __init__(self, config: BackoffConfig, clock: Clock = time.monotonic) -> None:
         self.config = config
@@ -92,13 +88,6 @@ class HostBackoff:
         self._until: dict[str, float] = {}
         self._attempt: dict[str, int] = {}
         self._listeners: list[Callable[[str, float], None]] = []
-
-    @classmethod
-    def for_crawler(cls, crawler: Crawler) -> HostBackoff:
-        instance = cls._instances.get(crawler)
-        if instance is None:
-            instance = cls._instances[crawler] = cls(BackoffConfig.from_settings(crawler.settings))
-        return instance
 
     def on_pause(self, listener: Callable[[str, float], None]) -> None:
         """Call ``listener(host, seconds)`` whenever a host is paused."""

@@ -1,102 +1,34 @@
-"""urlcheck's own settings (``URLCHECK_*``), parsed once into frozen, typed configs.
+"""urlcheck's settings (``URLCHECK_*``): every one is parsed and validated here, once.
 
-Each component parses what it needs with :class:`SettingsReader`, which names the bad setting
-and the value it got in its error, so ``-s URLCHECK_MAX_HOPS=ten`` fails with one clear line.
-Defaults and meanings: docs/settings.md.
+:class:`UrlcheckConfig` gathers the typed record of each part (the check's rules, back-off,
+jobs, proxies, output). ``scrapy crawl check`` builds it before the crawl starts, so a bad value
+is one clear line naming the setting; during the crawl every component reads its part from
+:func:`urlcheck.runtime.runtime`, never from the raw settings. Reference: docs/settings.md.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal
+
+from urlcheck.backoff import BackoffConfig
+from urlcheck.jobs.status import STUCK_AFTER_SECONDS
+from urlcheck.proxyconfig import ProxySettings
+from urlcheck.settingsreader import ConfigError, SettingsReader
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-T = TypeVar("T")
-
-__all__ = ["CheckConfig", "ConfigError", "SettingsReader", "resolve_user_agent"]
-
-
-class ConfigError(ValueError):
-    """A setting has a value urlcheck cannot use; the message names the setting."""
-
-
-class SettingsReader:
-    """Typed, validating access to a Scrapy settings object."""
-
-    def __init__(self, settings: BaseSettings) -> None:
-        self._settings = settings
-
-    def _raw(self, name: str, default: Any) -> Any:
-        value = self._settings.get(name)
-        return default if value is None or value == "" else value
-
-    def _convert(self, name: str, default: T, convert: Callable[[Any], T], kind: str) -> T:
-        raw = self._raw(name, default)
-        try:
-            return convert(raw)
-        except (TypeError, ValueError):
-            raise ConfigError(f"setting {name}: expected {kind}, got {raw!r}") from None
-
-    def number(self, name: str, default: float, *, minimum: float | None = 0.0) -> float:
-        value = self._convert(name, default, float, "a number")
-        if math.isnan(value) or (minimum is not None and value < minimum):  # NaN or too small
-            raise ConfigError(f"setting {name}: expected a number >= {minimum}, got {value!r}")
-        return value
-
-    def integer(self, name: str, default: int, *, minimum: int | None = 0) -> int:
-        def to_int(raw: Any) -> int:
-            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
-                raise ValueError(raw)
-            return int(raw)
-
-        value = self._convert(name, default, to_int, "a whole number")
-        if minimum is not None and value < minimum:
-            raise ConfigError(f"setting {name}: expected a whole number >= {minimum}, got {value}")
-        return value
-
-    def optional_integer(self, name: str, *, minimum: int = 0) -> int | None:
-        if self._raw(name, None) is None:
-            return None
-        return self.integer(name, 0, minimum=minimum)
-
-    def boolean(self, name: str, default: bool) -> bool:
-        try:
-            return self._settings.getbool(name, default)
-        except ValueError:
-            raise ConfigError(
-                f"setting {name}: expected true/false (1/0), got {self._settings.get(name)!r}"
-            ) from None
-
-    def choice(self, name: str, default: str, choices: Sequence[str]) -> str:
-        value = str(self._raw(name, default)).strip().lower()
-        if value not in choices:
-            raise ConfigError(
-                f"setting {name}: expected one of {', '.join(choices)}, got {value!r}"
-            )
-        return value
-
-    def text(self, name: str, default: str) -> str:
-        return str(self._raw(name, default))
-
-    def int_list(self, name: str, default: Sequence[int]) -> tuple[int, ...]:
-        raw = self._raw(name, list(default))
-        items = raw.split(",") if isinstance(raw, str) else raw
-        try:
-            return tuple(int(str(item).strip()) for item in items if str(item).strip())
-        except (TypeError, ValueError):
-            raise ConfigError(
-                f"setting {name}: expected a list of status codes, got {raw!r}"
-            ) from None
-
-    def str_list(self, name: str) -> tuple[str, ...]:
-        raw = self._raw(name, [])
-        items = raw.replace("\n", ",").split(",") if isinstance(raw, str) else raw
-        return tuple(str(item).strip() for item in items if str(item).strip())
-
+__all__ = [
+    "BackoffConfig",
+    "CheckConfig",
+    "ConfigError",
+    "JobControlConfig",
+    "SettingsReader",
+    "UrlcheckConfig",
+    "resolve_user_agent",
+]
 
 USER_AGENTS: dict[str, str] = {
     "urlcheck": "urlcheck/0.1 (bulk URL and redirect checker)",
@@ -154,4 +86,61 @@ class CheckConfig:
             max_chain_hops=read.optional_integer("URLCHECK_MAX_CHAIN_HOPS", minimum=0),
             rows_ahead_per_host=read.integer("URLCHECK_ROWS_AHEAD_PER_HOST", 2, minimum=1),
             rows_ahead=read.integer("URLCHECK_ROWS_AHEAD", 200, minimum=1),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class JobControlConfig:
+    """How often a job's files are read and written (docs/jobs.md)."""
+
+    poll_interval: float = 0.5
+    heartbeat_interval: float = 30.0
+    progress_interval: float = 30.0
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> JobControlConfig:
+        read, defaults = SettingsReader(settings), cls()
+        values = {}
+        for name, attr in (
+            ("URLCHECK_JOB_POLL_INTERVAL", "poll_interval"),
+            ("URLCHECK_JOB_HEARTBEAT_INTERVAL", "heartbeat_interval"),
+            ("URLCHECK_PROGRESS_INTERVAL", "progress_interval"),
+        ):
+            value = read.number(name, getattr(defaults, attr), minimum=None)
+            if not (value > 0 and math.isfinite(value)):
+                raise ConfigError(f"setting {name}: expected a number of seconds > 0, got {value}")
+            values[attr] = value
+        if values["heartbeat_interval"] >= STUCK_AFTER_SECONDS:
+            raise ConfigError(
+                "setting URLCHECK_JOB_HEARTBEAT_INTERVAL: must be below "
+                f"{STUCK_AFTER_SECONDS:.0f} s, or a healthy job would read as stuck; "
+                f"got {values['heartbeat_interval']}"
+            )
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class UrlcheckConfig:
+    """Every urlcheck setting of one run, parsed."""
+
+    user_agent: str
+    check: CheckConfig
+    backoff: BackoffConfig
+    jobs: JobControlConfig
+    proxies: ProxySettings | None  # None: no proxies configured, the crawl runs direct
+    body_max_bytes: int = 256 * 1024
+    results_enabled: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> UrlcheckConfig:
+        """Parse them all; raises ConfigError naming the first bad one."""
+        read = SettingsReader(settings)
+        return cls(
+            user_agent=resolve_user_agent(read.text("URLCHECK_USER_AGENT", "urlcheck")),
+            check=CheckConfig.from_settings(settings),
+            backoff=BackoffConfig.from_settings(settings),
+            jobs=JobControlConfig.from_settings(settings),
+            proxies=ProxySettings.from_settings(settings),
+            body_max_bytes=read.integer("URLCHECK_BODY_MAX_BYTES", 256 * 1024, minimum=1024),
+            results_enabled=read.boolean("URLCHECK_RESULTS_ENABLED", True),
         )

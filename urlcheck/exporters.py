@@ -3,10 +3,15 @@ readable cell, and no cell that a spreadsheet would run as a formula (CSV inject
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy.exporters import CsvItemExporter
+
+from urlcheck.results import Result
+
+if TYPE_CHECKING:
+    from urlcheck.results import Hop
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -16,7 +21,7 @@ def neutralise(value: str) -> str:
     return "'" + value if value.startswith(_FORMULA_START) else value
 
 
-def chain_cell(chain: list[dict[str, Any]]) -> str:
+def chain_cell(chain: list[Hop] | list[dict[str, Any]]) -> str:
     steps = []
     for entry in chain:
         status = entry.get("status")
@@ -45,7 +50,8 @@ def flatten(item: dict[str, Any]) -> dict[str, Any]:
 
 class SafeCsvItemExporter(CsvItemExporter):
     def export_item(self, item: Any) -> None:
-        flat = flatten(ItemAdapter(item).asdict())
+        data = item.to_dict() if isinstance(item, Result) else ItemAdapter(item).asdict()
+        flat = flatten(data)
         super().export_item(
             {k: neutralise(v) if isinstance(v, str) else v for k, v in flat.items()}
         )

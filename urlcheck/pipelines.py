@@ -6,22 +6,16 @@ in memory, and after a crash at most the last line is torn (a resume repairs it)
 
 from __future__ import annotations
 
-import json
 import os
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, Self
+from typing import TYPE_CHECKING, BinaryIO, Self
 
-from itemadapter import ItemAdapter
 from scrapy.exceptions import NotConfigured
 
+from urlcheck.results import Result
+from urlcheck.runtime import runtime
+
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from scrapy.crawler import Crawler
-
-
-class _HasResultsPath(Protocol):
-    @property
-    def results_path(self) -> Path | None: ...
 
 
 class ResultsPipeline:
@@ -31,24 +25,23 @@ class ResultsPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        if not crawler.settings.getbool("URLCHECK_RESULTS_ENABLED", True):
-            raise NotConfigured("URLCHECK_RESULTS_ENABLED is off")
+        if not runtime(crawler).config.results_enabled:
+            raise NotConfigured  # URLCHECK_RESULTS_ENABLED is off
         return cls(crawler)
 
     def _open(self) -> BinaryIO | None:
-        spider: _HasResultsPath | None = self.crawler.spider  # type: ignore[assignment]
-        path = getattr(spider, "results_path", None)
+        path = runtime(self.crawler).results_path
         if path is None:
             return None
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file = path.open("ab", buffering=0)
         return self._file
 
-    def process_item(self, item: Any) -> Any:
-        out = self._file or self._open()
-        if out is not None:
-            line = json.dumps(ItemAdapter(item).asdict(), ensure_ascii=False)
-            out.write(line.encode("utf-8") + b"\n")
+    def process_item(self, item: object) -> object:
+        if isinstance(item, Result):
+            out = self._file or self._open()
+            if out is not None:
+                out.write(item.to_json_line())
         return item
 
     def close_spider(self) -> None:

@@ -4,19 +4,15 @@ clear line and its own exit code instead of a traceback from inside the crawl.""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from urlcheck.backoff import BackoffConfig
-from urlcheck.config import CheckConfig, ConfigError, resolve_user_agent
+from urlcheck.config import ConfigError, UrlcheckConfig
 from urlcheck.csvinput import CsvSource, InputError
-from urlcheck.extensions.jobcontrol import JobControlConfig
 from urlcheck.jobs.errors import InputMismatchError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.lock import JobLock
 from urlcheck.jobs.prepare import check_input
-from urlcheck.proxyconfig import ProxySettings
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -28,22 +24,6 @@ class PreflightError(Exception):
         self.exit_code = exit_code
 
 
-def check_settings(settings: BaseSettings) -> None:
-    """Parse every urlcheck setting once; raises ConfigError naming the bad one."""
-    CheckConfig.from_settings(settings)
-    BackoffConfig.from_settings(settings)
-    resolve_user_agent(str(settings.get("URLCHECK_USER_AGENT") or "urlcheck"))
-    # Components with settings of their own register a checker here.
-    for check in SETTINGS_CHECKS:
-        check(settings)
-
-
-SETTINGS_CHECKS: list[Callable[[BaseSettings], object]] = [
-    JobControlConfig.from_settings,
-    ProxySettings.from_settings,
-]
-
-
 def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | None:
     """Run the checks; returns the job lock to hold for the whole crawl (None without JOBDIR)."""
     csv = spider_args.get("csv")
@@ -52,7 +32,7 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
             "the check spider needs the input file: -a csv=PATH", ExitCode.INPUT_ERROR
         )
     try:
-        check_settings(settings)
+        UrlcheckConfig.from_settings(settings)
         CsvSource(csv).close()
     except (ConfigError, InputError) as exc:
         raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from urlcheck.config import ConfigError, SettingsReader
 from urlcheck.proxypool import ConfigError as PoolConfigError
 from urlcheck.proxypool import PoolConfig, Proxy, ProxySpecError
+from urlcheck.settingsreader import ConfigError, SettingsReader
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

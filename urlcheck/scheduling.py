@@ -27,7 +27,8 @@ from scrapy.core.scheduler import Scheduler
 from scrapy.pqueues import DownloaderAwarePriorityQueue, QueueProtocol
 from scrapy.utils.asyncio import CallLaterResult, call_later
 
-from urlcheck.backoff import HostBackoff
+from urlcheck import scrapyinternals as internals
+from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -50,28 +51,31 @@ class PoliteHostQueue(DownloaderAwarePriorityQueue):
         super().__init__(
             crawler, downstream_queue_cls, key, slot_startprios, start_queue_cls=start_queue_cls
         )
-        self._backoff = HostBackoff.for_crawler(crawler)
+        internals.check(crawler.engine, self)
+        self._backoff = runtime(crawler).backoff
+        self._downloader = internals.queue_downloader(self)
         self._wakeup: CallLaterResult | None = None
         self._wakeup_at = 0.0
         self._done_at: dict[str, float] = {}  # slot -> when its last download ended
         crawler.signals.connect(self._download_ended, signal=signals.request_left_downloader)
 
     def _ready_slot(self) -> str | None:
-        downloader = self._downloader_interface.downloader
+        downloader = self._downloader
         # Downloader.active is updated the moment a request is handed out (Slot.active one
         # event-loop turn later, which lets bursts through), and is never larger than
         # CONCURRENT_REQUESTS, so counting it is cheap.
         busy: dict[str, int] = {}
-        for request in downloader.active:
-            key = downloader.get_slot_key(request)
+        for request in internals.requests_in_downloader(downloader):
+            key = internals.slot_key(downloader, request)
             busy[key] = busy.get(key, 0) + 1
+        default_concurrency = internals.default_concurrency(downloader)
         now = monotonic()
         best: str | None = None
         best_lastseen = 0.0
         wake = float("inf")
         for key in self.pqueues:
-            slot = downloader.slots.get(key)
-            if busy.get(key, 0) >= (slot.concurrency if slot else downloader.domain_concurrency):
+            slot = internals.slot_times(downloader, key)
+            if busy.get(key, 0) >= (slot.concurrency if slot else default_concurrency):
                 continue  # its download finishing schedules the engine again
             ready_at = self._backoff.paused_until(key)
             if slot is not None and slot.delay:
@@ -97,12 +101,9 @@ class PoliteHostQueue(DownloaderAwarePriorityQueue):
 
     def _wake_engine(self) -> None:
         self._wakeup = None
-        engine = self.crawler.engine
         # The engine otherwise re-polls the scheduler only when a download ends, a request is
         # scheduled, or every 5 s (its heartbeat): too late for a 0.3 s delay.
-        slot = getattr(engine, "_slot", None) if engine else None
-        if slot is not None:
-            slot.nextcall.schedule()
+        internals.wake_engine(self.crawler.engine)
 
     def pop(self) -> Request | None:
         key = self._ready_slot()
@@ -119,7 +120,7 @@ class PoliteHostQueue(DownloaderAwarePriorityQueue):
         now = monotonic()
         if len(self._done_at) >= _DONE_AT_PRUNE:  # one-row hosts: forget what no delay needs
             self._done_at = {k: t for k, t in self._done_at.items() if t > now - 120}
-        self._done_at[self._downloader_interface.get_slot_key(request)] = now
+        self._done_at[internals.slot_key(self._downloader, request)] = now
 
     def peek(self) -> Request | None:
         key = self._ready_slot()

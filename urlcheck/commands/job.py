@@ -20,7 +20,6 @@ from scrapy.exceptions import UsageError
 from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import (
-    Clock,
     ControlAction,
     JobMeta,
     JobState,
@@ -32,6 +31,8 @@ from urlcheck.jobs.status import derive_status, format_status
 
 if TYPE_CHECKING:
     import argparse
+
+    from urlcheck.clock import Clock
 
 ACTIONS = ("status", "pause", "resume", "cancel")
 _CONFIRM_SECONDS = 3.0

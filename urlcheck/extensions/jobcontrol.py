@@ -1,8 +1,8 @@
 """JobControl: keeps meta.json current during a crawl and obeys control.json.
 
-Driven by the :class:`~urlcheck.jobs.context.JobContext` the spider sets as
-``spider.job_context`` before its first request. Every ``URLCHECK_JOB_POLL_INTERVAL`` seconds it
-reads control.json and acts on a new ``seq``: pause (the engine stops taking requests from the
+Driven by the :class:`~urlcheck.jobs.context.JobContext` the spider sets on the crawl's runtime
+(:mod:`urlcheck.runtime`) before its first request. Every ``URLCHECK_JOB_POLL_INTERVAL`` seconds
+it reads control.json and acts on a new ``seq``: pause (the engine stops taking requests from the
 scheduler; requests in flight finish), resume, or cancel (the spider closes with reason
 ``cancelled``). It writes meta.json when the run opens, on every state change, as a heartbeat
 while there is activity or back-off, and when the spider closes. Reference: docs/jobs.md.
@@ -11,24 +11,19 @@ while there is activity or back-off, and when the spider closes. Reference: docs
 from __future__ import annotations
 
 import logging
-import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Self
 
-from itemadapter import ItemAdapter
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
-from urlcheck.config import ConfigError, SettingsReader
-from urlcheck.jobs.context import JobContext
+from urlcheck import scrapyinternals as internals
 from urlcheck.jobs.errors import JobError
 from urlcheck.jobs.files import (
     BackoffHost,
-    Clock,
     Control,
     ControlAction,
     JobMeta,
@@ -36,14 +31,19 @@ from urlcheck.jobs.files import (
     utc_iso,
 )
 from urlcheck.jobs.progress import Every, Heartbeat, RunRate
-from urlcheck.jobs.status import STUCK_AFTER_SECONDS, format_duration
+from urlcheck.jobs.status import format_duration
+from urlcheck.results import Result
+from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from scrapy.settings import BaseSettings
     from scrapy.utils.asyncio import AsyncioLoopingCall
     from twisted.internet.task import LoopingCall
     from twisted.python.failure import Failure
+
+    from urlcheck.clock import Clock
+    from urlcheck.config import JobControlConfig
+    from urlcheck.jobs.context import JobContext
 
 logger = logging.getLogger(__name__)
 
@@ -58,42 +58,6 @@ async def wait_while_paused(crawler: Crawler) -> None:
     """Return once the job is not paused; for the spider's lazy ``start()`` loop."""
     while crawler.engine.paused and crawler.crawling:
         await crawler.signals.wait_for(job_resumed)
-
-
-_SETTINGS = (
-    ("URLCHECK_JOB_POLL_INTERVAL", "poll_interval"),
-    ("URLCHECK_JOB_HEARTBEAT_INTERVAL", "heartbeat_interval"),
-    ("URLCHECK_PROGRESS_INTERVAL", "progress_interval"),
-)
-
-
-@dataclass(frozen=True, slots=True)
-class JobControlConfig:
-    poll_interval: float = 0.5
-    heartbeat_interval: float = 30.0
-    progress_interval: float = 30.0
-
-    @classmethod
-    def from_settings(cls, settings: BaseSettings) -> JobControlConfig:
-        read, defaults = SettingsReader(settings), cls()
-        values = {}
-        for name, attr in _SETTINGS:
-            value = read.number(name, getattr(defaults, attr), minimum=None)
-            if not (value > 0 and math.isfinite(value)):
-                raise ConfigError(f"setting {name}: expected a number of seconds > 0, got {value}")
-            values[attr] = value
-        if values["heartbeat_interval"] >= STUCK_AFTER_SECONDS:
-            raise ConfigError(
-                "setting URLCHECK_JOB_HEARTBEAT_INTERVAL: must be below "
-                f"{STUCK_AFTER_SECONDS:.0f} s, or a healthy job would read as stuck; "
-                f"got {values['heartbeat_interval']}"
-            )
-        return cls(**values)
-
-
-def _final_status(adapter: Any) -> int | None:
-    value = adapter.get("final_status") if "final_status" in adapter else adapter.get("status")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class JobControl:
@@ -121,7 +85,7 @@ class JobControl:
         jobdir = crawler.settings.get("JOBDIR")
         if not jobdir:
             raise NotConfigured  # no JOBDIR, no job: nothing to warn about
-        extension = cls(crawler, Path(jobdir), JobControlConfig.from_settings(crawler.settings))
+        extension = cls(crawler, Path(jobdir), runtime(crawler).config.jobs)
         connect = crawler.signals.connect
         connect(extension.spider_opened, signal=signals.spider_opened)
         connect(extension.spider_closed, signal=signals.spider_closed)
@@ -143,17 +107,12 @@ class JobControl:
     def activity(self) -> None:
         self._heartbeat.activity(self.clock())
 
-    def item_scraped(self, item: Any) -> None:
+    def item_scraped(self, item: object) -> None:
         context = self._find_context()
-        if context is None:
+        if context is None or not isinstance(item, Result):
             return
-        adapter = ItemAdapter(item)
-        row = adapter.get("row")
-        if not isinstance(row, int) or isinstance(row, bool):
-            return
-        verdict = adapter.get("verdict")
         context.done_rows += 1
-        context.counts.add(_final_status(adapter), verdict if isinstance(verdict, str) else None)
+        context.counts.add(item.final_status, item.verdict)
         self._heartbeat.activity(self.clock())
 
     def spider_closed(self, reason: str) -> None:
@@ -213,9 +172,8 @@ class JobControl:
 
     def _find_context(self) -> JobContext | None:
         if self.context is None:
-            spider = self.crawler.spider
-            context = getattr(spider, "job_context", None)
-            if isinstance(context, JobContext):
+            context = runtime(self.crawler).job_context
+            if context is not None:
                 self.context = context
                 self._open(context, self.clock())
         return self.context
@@ -286,8 +244,7 @@ class JobControl:
         done, total = self.context.done_rows, self.context.total_rows
         rate = self._rate.rate(done, now)
         eta = self._rate.eta(done, total, now) if self.state is JobState.PROCESSING else None
-        downloader = self.crawler.engine.downloader
-        active = sum(1 for slot in downloader.slots.values() if slot.active)
+        active = internals.active_hosts(self.crawler.engine.downloader)
         logger.info(
             "Progress: %d/%d rows (%.1f%%), %s rows/min, ETA %s; "
             "hosts: %d active, %d in back-off%s",
@@ -358,9 +315,7 @@ class JobControl:
         self._heartbeat.activity(now)
         logger.info("Job %s resumed (control seq %d)", self.jobdir, seq)
         # Without a nudge the engine would only look at its scheduler again on its 5 s heartbeat.
-        slot = engine._slot
-        if slot is not None:
-            slot.nextcall.schedule()
+        internals.wake_engine(engine)
         if self.context is not None:
             self._write(now, self._backoff_hosts())
         self.crawler.signals.send_catch_log(job_resumed)

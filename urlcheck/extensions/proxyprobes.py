@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
-from twisted.internet.task import LoopingCall
+from scrapy.utils.asyncio import create_looping_call
 
-from urlcheck.middlewares.proxy import META_PROBE_PROXY, ProxyPoolMiddleware
+from urlcheck import meta as m
+from urlcheck.runtime import runtime
 from urlcheck.urls import host_key
 
 if TYPE_CHECKING:
@@ -40,16 +41,14 @@ class ProxyProbes:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.pool: ProxyPool | None = None
-        self._probe_loop = LoopingCall(self._send_probes)
-        self._report_loop = LoopingCall(self._report)
+        self._probe_loop = create_looping_call(self._send_probes)
+        self._report_loop = create_looping_call(self._report)
         self._assigned = 0
         self._active_at = time.monotonic()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        if not (
-            crawler.settings.get("URLCHECK_PROXIES") or crawler.settings.get("URLCHECK_PROXY_FILE")
-        ):
+        if runtime(crawler).config.proxies is None:
             raise NotConfigured  # the crawl runs direct
         extension = cls(crawler)
         crawler.signals.connect(extension._opened, signal=signals.spider_opened)
@@ -57,17 +56,17 @@ class ProxyProbes:
         return extension
 
     def _opened(self) -> None:
-        middleware = ProxyPoolMiddleware.for_crawler(self.crawler)
-        if middleware is None:  # the middleware is not in DOWNLOADER_MIDDLEWARES
-            return
-        self.pool = middleware.pool
-        self._probe_loop.start(middleware.settings.probe_interval, now=False)
-        self._report_loop.start(middleware.settings.report_interval, now=False)
+        rt = runtime(self.crawler)
+        if rt.proxy_pool is None or rt.config.proxies is None:
+            return  # the proxy middleware is not in DOWNLOADER_MIDDLEWARES
+        self.pool = rt.proxy_pool
+        self._probe_loop.start(rt.config.proxies.probe_interval, now=False)
+        self._report_loop.start(rt.config.proxies.report_interval, now=False)
 
     def _crawl_is_working(self, stats: StatsCollector) -> bool:
         """Probes serve the crawl's traffic: with no row left in flight they would only keep
         a finished crawl from closing."""
-        feeder = getattr(self.crawler.spider, "feeder", None)
+        feeder = runtime(self.crawler).feeder
         if feeder is not None and feeder.exhausted and feeder.in_flight == 0:
             return False
         assigned = stats.get_value("urlcheck/proxy/assigned", 0)
@@ -90,12 +89,12 @@ class ProxyProbes:
                     dont_filter=True,
                     priority=10,
                     meta={
-                        META_PROBE_PROXY: task.proxy_id,
+                        m.PROBE_PROXY: task.proxy_id,
                         "download_slot": host_key(task.control_url),
                         "handle_httpstatus_all": True,
                         "dont_retry": True,
-                        "_urlcheck_probe_started": time.monotonic(),
-                        "_urlcheck_probe_control": task.control_url,
+                        m.PROBE_STARTED: time.monotonic(),
+                        m.PROBE_CONTROL: task.control_url,
                     },
                 )
             )
@@ -112,8 +111,8 @@ class ProxyProbes:
         if pool is None or stats is None:
             return
         stats.inc_value(f"urlcheck/proxy/probes/{'passed' if ok else 'failed'}")
-        latency = time.monotonic() - meta["_urlcheck_probe_started"]
-        pool.report_probe(meta[META_PROBE_PROXY], meta["_urlcheck_probe_control"], ok, latency)
+        latency = time.monotonic() - meta[m.PROBE_STARTED]
+        pool.report_probe(meta[m.PROBE_PROXY], meta[m.PROBE_CONTROL], ok, latency)
 
     def _report(self) -> None:
         if self.pool is None:
@@ -140,9 +139,8 @@ class ProxyProbes:
         logger.info("Proxy pool snapshot written to %s", path)
 
     def _snapshot_path(self) -> Path:
-        spider = self.crawler.spider
-        results = getattr(spider, "results_path", None)
-        if isinstance(results, Path):
+        results = runtime(self.crawler).results_path
+        if results is not None:
             return results.with_name("proxies.json")
         jobdir = self.crawler.settings.get("JOBDIR")
         return Path(jobdir) / "proxies.json" if jobdir else Path("proxies.json")

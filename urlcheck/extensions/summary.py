@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Self
 
 from scrapy import signals
 
 from urlcheck.jobs.counts import status_class
+from urlcheck.results import Result
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -28,23 +29,23 @@ class Summary:
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
 
-    def item_scraped(self, item: dict[str, Any]) -> None:
-        if not isinstance(item, dict) or "row" not in item:
+    def item_scraped(self, item: object) -> None:
+        if not isinstance(item, Result):
             return
         inc = self.stats.inc_value
         inc("urlcheck/rows")
-        inc(f"urlcheck/status/{status_class(item.get('status'))}")
-        if item.get("error") is None and not item.get("loop"):
-            inc(f"urlcheck/final_status/{status_class(item.get('final_status'))}")
-        if item.get("hops"):
+        inc(f"urlcheck/status/{status_class(item.status)}")
+        if item.error is None and not item.loop:
+            inc(f"urlcheck/final_status/{status_class(item.final_status)}")
+        if item.hops:
             inc("urlcheck/redirected")
-        if item.get("loop"):
+        if item.loop:
             inc("urlcheck/loops")
-        if item.get("error"):
-            inc(f"urlcheck/error/{item['error']}")
-        if item.get("verdict"):
-            inc(f"urlcheck/verdict/{item['verdict']}")
-            for reason in item.get("reasons") or ():
+        if item.error:
+            inc(f"urlcheck/error/{item.error}")
+        if item.verdict:
+            inc(f"urlcheck/verdict/{item.verdict}")
+            for reason in item.reasons:
                 inc(f"urlcheck/reason/{reason}")
 
     def spider_closed(self, reason: str) -> None:

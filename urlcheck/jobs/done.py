@@ -4,15 +4,14 @@ Scrapy's request queue and ``requests.seen`` are not crash-safe (a SIGKILL lost 
 the measurements behind docs/jobs.md), so a resumed job reads its results file instead and
 repairs what a crash can leave behind: a torn last line. It must stay cheap for a
 1,000,000-row job: rows are a bitmap (125 KB per million rows) and lines are read with a bytes
-regex keyed on the pipeline's fixed field order, never ``json.loads`` for every line.
+regex that :mod:`urlcheck.results` keys on the record's field order, never ``json.loads`` for every
+line.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +20,14 @@ from typing import BinaryIO
 
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.files import fsync_dir
+from urlcheck.results import (
+    FINAL_STATUS_RE,
+    LINE_END,
+    ROW_KEY,
+    ROW_RE,
+    VERDICT_RE,
+    read_key,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -98,54 +105,8 @@ class ResultsScan:
     dropped_to: Path | None = None  # where dropped lines and torn bytes were saved
 
 
-# The pipeline writes json.dumps(result, ensure_ascii=False): "row" first, then the scalar fields
-# up to "final_status", then "chain", ..., "verdict", ..., "input". Inside a JSON string a quote is
-# always escaped, so `, "key": ` with a bare quote is structure, never text. The first
-# `, "final_status": ` / `, "verdict": ` is the top-level one: the chain's hop objects use neither
-# key and the free-form "input" object comes after "verdict". A second `{"row": ` means two lines
-# ran together (a torn line followed by an append): such lines take the slow path.
-_ROW = re.compile(rb'\{"row": (0|[1-9][0-9]{0,11}), "')
-_FINAL = re.compile(rb', "final_status": (null|[0-9]{1,6})[,}]')
-_VERDICT = re.compile(rb', "verdict": (null|"pass"|"fail")[,}]')
-_ROW_KEY = b'{"row": '
-_LINE_END = b"}\n"
 _MAX_LOGGED = 10
 _CHUNK = 1 << 20
-
-
-def _read_line(line: bytes) -> tuple[int, bytes | int | None, bytes | str | None, str]:
-    """(row, final_status, verdict, problem); the values stay raw bytes on the fast path."""
-    m = _ROW.match(line)
-    if m is not None and line.endswith(_LINE_END) and line.find(_ROW_KEY, 1) < 0:
-        fm = _FINAL.search(line, m.end())
-        if fm is not None:
-            vm = _VERDICT.search(line, fm.end())
-            if vm is not None:
-                return int(m.group(1)), fm.group(1), vm.group(1), ""
-    parsed = _slow_parse(line)
-    if parsed is None:
-        return 0, None, None, "malformed line"
-    row, final, verdict = parsed
-    return row, final, verdict, ""
-
-
-def _slow_parse(line: bytes) -> tuple[int, int | None, str | None] | None:
-    try:
-        data = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    row = data.get("row")
-    if not isinstance(row, int) or isinstance(row, bool):
-        return None
-    final = data["final_status"] if "final_status" in data else data.get("status")
-    if final is not None and (not isinstance(final, int) or isinstance(final, bool)):
-        return None
-    verdict = data.get("verdict")
-    if verdict is not None and not isinstance(verdict, str):
-        return None
-    return row, final, verdict
 
 
 class _Rewriter:
@@ -198,14 +159,18 @@ def scan_results(
         src = path.open("rb", buffering=_CHUNK)
     except FileNotFoundError:
         return scan
-    # (final_status, verdict) -> lines; raw bytes from the fast path, values from the slow one
+    # (final_status, verdict) -> lines; raw bytes on the fast path, values from read_key
     pairs: defaultdict[tuple[bytes | int | None, bytes | str | None], int] = defaultdict(int)
     writer: _Rewriter | None = None
     side: BinaryIO | None = None
     torn_at: int | None = None
     done = scan.done
     bits = done._bits  # extended in place, so this stays the bitmap
-    row_match, final_search, verdict_search = _ROW.match, _FINAL.search, _VERDICT.search
+    row_match, final_search, verdict_search = (
+        ROW_RE.match,
+        FINAL_STATUS_RE.search,
+        VERDICT_RE.search,
+    )
 
     def drop(data: bytes) -> None:
         nonlocal side
@@ -219,9 +184,9 @@ def scan_results(
             offset = nbits = 0
             for lineno, line in enumerate(src, 1):
                 offset += len(line)
-                # The fast path, inlined: this loop runs once per row of a million-row job.
+                # read_key's fast path, inlined: this loop runs once per row of a million-row job.
                 m = row_match(line)
-                if m is not None and line.endswith(_LINE_END) and line.rfind(_ROW_KEY) == 0:
+                if m is not None and line.endswith(LINE_END) and line.rfind(ROW_KEY) == 0:
                     fm = final_search(line, m.end())
                     if fm is not None:
                         vm = verdict_search(line, fm.end())
@@ -243,7 +208,9 @@ def scan_results(
                     if repair:
                         drop(line + b"\n")
                     break
-                row, final, verdict, problem = _read_line(line)
+                key = read_key(line)
+                row, final, verdict = key if key is not None else (0, None, None)
+                problem = "" if key is not None else "malformed line"
                 duplicate = False
                 if not problem:
                     if not 1 <= row <= limit:

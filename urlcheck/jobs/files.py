@@ -11,22 +11,23 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.errors import JobFileError
+
+if TYPE_CHECKING:
+    from urlcheck.clock import Clock
 
 META_FILE = "meta.json"
 CONTROL_FILE = "control.json"
 RESULTS_FILE = "results.jsonl"
 META_VERSION = 1
-
-Clock = Callable[[], float]
 
 
 def utc_iso(seconds: float) -> str:

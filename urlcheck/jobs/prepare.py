@@ -23,7 +23,6 @@ from urlcheck.jobs.errors import InputMismatchError
 from urlcheck.jobs.files import (
     META_FILE,
     RESULTS_FILE,
-    Clock,
     JobMeta,
     parse_utc_iso,
     sha256_file,
@@ -31,6 +30,7 @@ from urlcheck.jobs.files import (
 )
 
 if TYPE_CHECKING:
+    from urlcheck.clock import Clock
     from urlcheck.jobs.lock import JobLock
 
 logger = logging.getLogger(__name__)

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Self
 from scrapy import signals
 from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.httpobj import urlparse_cached
-from twisted.internet.task import LoopingCall
 
+from urlcheck import meta as m
 from urlcheck.backoff import HostBackoff, parse_retry_after
+from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -26,19 +28,17 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-META_RETRY_AFTER = "urlcheck_retry_after"
-
 
 class HostBackoffMiddleware:
     def __init__(self, crawler: Crawler, backoff: HostBackoff) -> None:
         self.crawler = crawler
         self.backoff = backoff
         self.config = backoff.config
-        self._reporter = LoopingCall(self._report_paused)
+        self._reporter = create_looping_call(self._report_paused)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        backoff = HostBackoff.for_crawler(crawler)
+        backoff = runtime(crawler).backoff
         if not backoff.config.http_codes:
             raise NotConfigured("URLCHECK_BACKOFF_HTTP_CODES is empty")
         middleware = cls(crawler, backoff)
@@ -71,7 +71,7 @@ class HostBackoffMiddleware:
         host = request.meta.get("download_slot") or urlparse_cached(request).hostname or ""
         retry_after = parse_retry_after(response.headers.get(b"Retry-After"))
         if retry_after is not None:
-            request.meta[META_RETRY_AFTER] = retry_after
+            request.meta[m.RETRY_AFTER] = retry_after
         attempt = request.meta.get("retry_times", 0) + 1
         retry = get_retry_request(
             request,

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Self
 from scrapy import signals
 from scrapy.exceptions import StopDownload
 
-from urlcheck.config import SettingsReader
+from urlcheck import meta as m
+from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -32,7 +33,6 @@ _BODYLESS_TYPES = (
     b"application/octet-stream",
     b"application/x-",
 )
-_META_BYTES = "_urlcheck_body_bytes"
 
 
 def inflate(body: bytes, encoding: bytes, limit: int) -> bytes | None:
@@ -53,10 +53,7 @@ class BodyCapMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        max_bytes = SettingsReader(crawler.settings).integer(
-            "URLCHECK_BODY_MAX_BYTES", 256 * 1024, minimum=1024
-        )
-        middleware = cls(max_bytes)
+        middleware = cls(runtime(crawler).config.body_max_bytes)
         crawler.signals.connect(middleware._headers_received, signal=signals.headers_received)
         crawler.signals.connect(middleware._bytes_received, signal=signals.bytes_received)
         return middleware
@@ -67,13 +64,13 @@ class BodyCapMiddleware:
             raise StopDownload(fail=False)
 
     def _bytes_received(self, data: bytes, request: Request, **_: Any) -> None:
-        seen = request.meta.get(_META_BYTES, 0) + len(data)
-        request.meta[_META_BYTES] = seen
+        seen = request.meta.get(m.BODY_BYTES, 0) + len(data)
+        request.meta[m.BODY_BYTES] = seen
         if seen >= self.max_bytes:
             raise StopDownload(fail=False)
 
     def process_response(self, request: Request, response: Response) -> Response:
-        request.meta.pop(_META_BYTES, None)
+        request.meta.pop(m.BODY_BYTES, None)
         encodings = response.headers.getlist(b"Content-Encoding")
         if len(encodings) != 1 or encodings[0].lower() not in (b"gzip", b"x-gzip", b"deflate"):
             return response

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import TYPE_CHECKING, ClassVar, Self
-from weakref import WeakKeyDictionary
+from typing import TYPE_CHECKING, Self
 
 from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
+from urlcheck import meta as m
 from urlcheck.detection import Detection, detect, header_map
 from urlcheck.errors import classify_exception
-from urlcheck.proxyconfig import ProxySettings
 from urlcheck.proxypool import (
     ErrorKind,
     Lease,
@@ -36,6 +35,7 @@ from urlcheck.proxypool import (
     store_from_uri,
 )
 from urlcheck.proxypool.events import Event, OurSideFault, PairBenched, SiteFault, Transition
+from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -43,12 +43,10 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.statscollectors import StatsCollector
 
+    from urlcheck.proxyconfig import ProxySettings
+
 logger = logging.getLogger(__name__)
 
-META_PROXY = "urlcheck_proxy"  # host:port of the proxy used, for the result
-META_BLOCKED = "urlcheck_blocked"  # "captcha:<vendor>" or "block:<vendor>" when given up
-META_PROBE_PROXY = "urlcheck_probe_proxy"  # a probe: send through this proxy id, no lease
-_META_LEASE = "_urlcheck_lease"
 _AUTH = b"Proxy-Authorization"
 
 _ERROR_KINDS = {
@@ -61,8 +59,6 @@ _ERROR_KINDS = {
 
 
 class ProxyPoolMiddleware:
-    _instances: ClassVar[WeakKeyDictionary[Crawler, ProxyPoolMiddleware]] = WeakKeyDictionary()
-
     def __init__(self, crawler: Crawler, settings: ProxySettings, pool: ProxyPool) -> None:
         self.crawler = crawler
         self.settings = settings
@@ -70,7 +66,8 @@ class ProxyPoolMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        settings = ProxySettings.from_settings(crawler.settings)
+        rt = runtime(crawler)
+        settings = rt.config.proxies
         if settings is None:
             raise NotConfigured  # no URLCHECK_PROXIES or URLCHECK_PROXY_FILE: the crawl runs direct
         pool = ProxyPool(settings.proxies, settings.pool, store=store_from_uri(settings.store_uri))
@@ -82,13 +79,8 @@ class ProxyPoolMiddleware:
             settings.pool.strategy,
             settings.sticky if settings.sticky != "column" else f"column:{settings.sticky_column}",
         )
-        middleware = cls._instances[crawler] = cls(crawler, settings, pool)
-        return middleware
-
-    @classmethod
-    def for_crawler(cls, crawler: Crawler) -> ProxyPoolMiddleware | None:
-        """The crawl's middleware (its pool and parsed settings), for the probes extension."""
-        return cls._instances.get(crawler)
+        rt.proxy_pool = pool  # for the probes extension
+        return cls(crawler, settings, pool)
 
     # --- requests ------------------------------------------------------------------------------
 
@@ -96,7 +88,7 @@ class ProxyPoolMiddleware:
         if self.settings.sticky == "host":
             return site
         if self.settings.sticky == "column":
-            task = request.meta.get("urlcheck_task")
+            task = request.meta.get(m.TASK)
             value = getattr(task, "extra", {}).get(self.settings.sticky_column or "")
             return str(value) if value else None
         return None
@@ -104,7 +96,7 @@ class ProxyPoolMiddleware:
     def process_request(self, request: Request) -> None:
         stats = self.crawler.stats
         assert stats is not None
-        probe = request.meta.get(META_PROBE_PROXY)
+        probe = request.meta.get(m.PROBE_PROXY)
         if probe is not None:
             proxy = self.pool.get(probe)
             if proxy is None:
@@ -117,7 +109,7 @@ class ProxyPoolMiddleware:
         except NoProxyAvailableError as exc:
             stats.inc_value("urlcheck/proxy/unavailable")
             raise IgnoreRequest(f"no proxy available: {exc}") from None
-        request.meta[_META_LEASE] = lease
+        request.meta[m.LEASE] = lease
         self._route(request, lease.proxy.url, lease.proxy.auth_header, lease.proxy.display)
         stats.inc_value("urlcheck/proxy/assigned")
         if lease.session_lost:
@@ -129,7 +121,7 @@ class ProxyPoolMiddleware:
         request.headers.pop(_AUTH, None)
         request.meta.pop("_auth_proxy", None)
         request.meta["proxy"] = url
-        request.meta[META_PROXY] = display
+        request.meta[m.PROXY] = display
         if auth:
             request.headers[_AUTH] = auth
             request.meta["_auth_proxy"] = url  # tells HttpProxyMiddleware the header is ours
@@ -137,7 +129,7 @@ class ProxyPoolMiddleware:
     # --- responses -----------------------------------------------------------------------------
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
-        lease: Lease | None = request.meta.pop(_META_LEASE, None)
+        lease: Lease | None = request.meta.pop(m.LEASE, None)
         if lease is None:
             return response
         stats = self.crawler.stats
@@ -162,7 +154,7 @@ class ProxyPoolMiddleware:
         if lease.key is not None and self.settings.sticky != "none":
             # A sticky session is one visitor: it is not rotated to another proxy.
             self.pool.end_session(lease.key)
-            request.meta[META_BLOCKED] = label
+            request.meta[m.BLOCKED] = label
             return response
         spider = self.crawler.spider
         assert spider is not None
@@ -176,7 +168,7 @@ class ProxyPoolMiddleware:
         )
         if retry is not None:
             return retry
-        request.meta[META_BLOCKED] = label
+        request.meta[m.BLOCKED] = label
         return response
 
     def _detect(self, response: Response) -> Detection:
@@ -185,7 +177,7 @@ class ProxyPoolMiddleware:
         )
 
     def process_exception(self, request: Request, exception: Exception) -> None:
-        lease: Lease | None = request.meta.pop(_META_LEASE, None)
+        lease: Lease | None = request.meta.pop(m.LEASE, None)
         if lease is None:
             return
         kind, _ = classify_exception(exception)

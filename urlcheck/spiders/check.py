@@ -1,7 +1,8 @@
 """The ``check`` spider: CSV rows in, one result per row out, every redirect hop its own request.
 
-Scrapy never follows a redirect here (REDIRECT_ENABLED is off and every status reaches the
-callback): the spider requests each Location itself, so each hop is scheduled in its *own*
+An adapter between Scrapy and :mod:`urlcheck.chain`: Scrapy never follows a redirect here
+(REDIRECT_ENABLED is off and every status reaches the callback); the spider hands each answer
+to the chain rules and requests each Location itself, so each hop is scheduled in its *own*
 host's download slot and obeys that host's politeness. (Scrapy's RedirectMiddleware copies
 ``download_slot`` into the redirected request, so a cross-host hop would be sent through the
 source host's slot.)
@@ -17,19 +18,19 @@ from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import Request, Spider
 from scrapy.exceptions import CloseSpider
-from w3lib.html import get_meta_refresh
+from scrapy.http import TextResponse
 
-from urlcheck.backoff import HostBackoff
-from urlcheck.config import CheckConfig, resolve_user_agent
+from urlcheck import meta as m
+from urlcheck.chain import Answer, ChainRules, Finish, Step
+from urlcheck.config import resolve_user_agent
 from urlcheck.csvinput import CsvSource, InputError, Record
 from urlcheck.errors import classify_failure
 from urlcheck.feeder import HostFeeder
 from urlcheck.jobs.errors import JobError
-from urlcheck.middlewares.backoff import META_RETRY_AFTER
-from urlcheck.middlewares.proxy import META_BLOCKED, META_PROXY
-from urlcheck.results import RowTask, build_result, hop
-from urlcheck.resultsfile import ResultsPlan, plan_results
-from urlcheck.urls import InvalidURL, hop_kind, host_key, normalise_input, resolve_location
+from urlcheck.results import Hop, Result, RowTask, build_result
+from urlcheck.resultsfile import plan_results
+from urlcheck.runtime import Runtime, runtime
+from urlcheck.urls import InvalidURL, host_key, normalise_input
 from urlcheck.verdict import VerdictRules
 
 if TYPE_CHECKING:
@@ -40,11 +41,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-META_TASK = "urlcheck_task"
-META_CHAIN = "urlcheck_chain"
-META_RETRIES = "urlcheck_retries"
-_META_GET_FALLBACK = "_urlcheck_get_fallback"
-REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _INDEX_YIELD_EVERY = 20_000
 # Settings that change what a result says; recorded in the job's meta.json.
 SHAPING_SETTINGS = (
@@ -69,9 +65,6 @@ class CheckSpider(Spider):
             raise ValueError("the check spider needs the input file: -a csv=PATH")
         self.csv_path = Path(csv)
         self.out = Path(out) if out else None
-        self.results: ResultsPlan | None = None
-        self.feeder: HostFeeder | None = None
-        self.total_rows = 0
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -84,37 +77,38 @@ class CheckSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider.config = CheckConfig.from_settings(crawler.settings)
+        spider.runtime = runtime(crawler)
+        config = spider.runtime.config.check
+        spider.method = config.method
+        spider.chain_rules = ChainRules(config.max_hops, config.follow_meta_refresh)
         spider.rules = VerdictRules(
-            ignore_trailing_slash=spider.config.ignore_trailing_slash,
-            temporary_redirect=spider.config.temporary_redirect,
-            max_chain_hops=spider.config.max_chain_hops,
+            ignore_trailing_slash=config.ignore_trailing_slash,
+            temporary_redirect=config.temporary_redirect,
+            max_chain_hops=config.max_chain_hops,
         )
-        spider.backoff = HostBackoff.for_crawler(crawler)
         return spider
 
-    @property
-    def results_path(self) -> Path | None:
-        return self.results.path if self.results else None
-
-    config: CheckConfig
+    runtime: Runtime
+    method: str
+    chain_rules: ChainRules
     rules: VerdictRules
-    backoff: HostBackoff
 
     # --- feeding rows ----------------------------------------------------------------------------
 
     async def start(self) -> AsyncIterator[Any]:
+        rt = self.runtime
         try:
             source = CsvSource(self.csv_path)
-            self.results = plan_results(self.crawler.settings, self.out, self.csv_path)
+            results = rt.results = plan_results(self.crawler.settings, self.out, self.csv_path)
         except (InputError, JobError) as exc:
             logger.error("%s", exc)
             raise CloseSpider("input_error") from None
-        done = self.results.done
-        feeder = self.feeder = HostFeeder(
-            ahead_per_host=self.config.rows_ahead_per_host,
-            ahead_total=self.config.rows_ahead,
-            is_paused=self.backoff.is_paused,
+        done = results.done
+        config = rt.config.check
+        feeder = rt.feeder = HostFeeder(
+            ahead_per_host=config.rows_ahead_per_host,
+            ahead_total=config.rows_ahead,
+            is_paused=rt.backoff.is_paused,
         )
         invalid: list[tuple[int, int]] = []
         count = 0
@@ -129,23 +123,23 @@ class CheckSpider(Spider):
             if count % _INDEX_YIELD_EVERY == 0:
                 await asyncio.sleep(0)  # keep the event loop (signals, timers) responsive
         feeder.finish()
-        self.total_rows = count + len(done)
+        rt.total_rows = count + len(done)
         logger.info(
             "%s: %d rows, %d already done, %d to check across %d hosts (%d invalid)",
             self.csv_path,
-            self.total_rows,
+            rt.total_rows,
             len(done),
             len(feeder),
             len(feeder.hosts),
             len(invalid),
         )
-        if self.results.job is not None:
+        if results.job is not None:
             settings = self.crawler.settings
-            self.job_context = self.results.job.context(
-                total_rows=self.total_rows,
+            rt.job_context = results.job.context(
+                total_rows=rt.total_rows,
                 user_agent=str(settings.get("USER_AGENT")),
                 shaping_settings={name: settings.get(name) for name in SHAPING_SETTINGS},
-                paused_hosts=self.backoff.paused,
+                paused_hosts=rt.backoff.paused,
             )
         for row, offset in invalid:
             yield self._invalid_result(source.read_at(offset, row))
@@ -172,8 +166,9 @@ class CheckSpider(Spider):
     _room: asyncio.Future[None] | None = None
 
     def _row_finished(self, task: RowTask) -> None:
-        if self.feeder is not None and task.host_id >= 0:
-            self.feeder.done(task.host_id)
+        feeder = self.runtime.feeder
+        if feeder is not None and task.host_id >= 0:
+            feeder.done(task.host_id)
         if self._room is not None and not self._room.done():
             self._room.set_result(None)
 
@@ -185,7 +180,7 @@ class CheckSpider(Spider):
             task.notes.append("scheme_added")
         return task
 
-    def _invalid_result(self, record: Record) -> dict[str, Any]:
+    def _invalid_result(self, record: Record) -> Result:
         task = RowTask(record.row, record.url, None, record.expected, record.extra)
         try:
             normalise_input(record.url)
@@ -201,121 +196,83 @@ class CheckSpider(Spider):
         self,
         task: RowTask,
         url: str,
-        chain: list[dict[str, Any]],
+        chain: list[Hop],
         *,
         retries: int = 0,
         method: str | None = None,
     ) -> Request:
         return Request(
             url,
-            method=method or self.config.method,
+            method=method or self.method,
             callback=self.parse_hop,
             errback=self.hop_failed,
             dont_filter=True,
             # Hops before new rows: finishing chains keeps few rows open.
             priority=len(chain),
             meta={
-                META_TASK: task,
-                META_CHAIN: chain,
-                META_RETRIES: retries,
+                m.TASK: task,
+                m.CHAIN: chain,
+                m.RETRIES: retries,
                 "download_slot": host_key(url),
                 "handle_httpstatus_all": True,
                 "dont_redirect": True,
             },
         )
 
-    def _finish(self, response_or_request: Response | Request, **fields: Any) -> dict[str, Any]:
+    @staticmethod
+    def _retries(meta: dict[str, Any]) -> int:
+        """Retries spent on the row: earlier hops' plus this request's own (Scrapy's count)."""
+        retries: int = meta[m.RETRIES] + meta.get("retry_times", 0)
+        return retries
+
+    def parse_hop(self, response: Response) -> Request | Result:
+        meta = response.meta
+        latency = meta.get("download_latency")
+        answer = Answer(
+            url=response.url,
+            status=response.status,
+            method=response.request.method if response.request is not None else "GET",
+            location=response.headers.get(b"Location"),
+            text=response.text if isinstance(response, TextResponse) and response.body else None,
+            ms=None if latency is None else round(latency * 1000),
+            blocked=meta.get(m.BLOCKED),
+        )
+        chain: list[Hop] = [*meta[m.CHAIN]]
+        step = self.chain_rules.on_answer(meta[m.TASK], chain, answer)
+        return self._next(response, chain, step)
+
+    def hop_failed(self, failure: Failure) -> Result:
+        request: Request = failure.request  # type: ignore[attr-defined]
+        kind, message = classify_failure(failure)
+        chain: list[Hop] = [*request.meta[m.CHAIN]]
+        return self._finish(
+            request, chain, self.chain_rules.on_failure(chain, request.url, kind, message)
+        )
+
+    def _next(self, response: Response, chain: list[Hop], step: Step) -> Request | Result:
+        if isinstance(step, Finish):
+            return self._finish(response, chain, step)
+        meta = response.meta
+        return self._request(
+            meta[m.TASK], step.url, chain, retries=self._retries(meta), method=step.method
+        )
+
+    def _finish(
+        self, response_or_request: Response | Request, chain: list[Hop], end: Finish
+    ) -> Result:
         meta = response_or_request.meta
-        task: RowTask = meta[META_TASK]
+        task: RowTask = meta[m.TASK]
         result = build_result(
             task,
-            meta[META_CHAIN],
+            chain,
             rules=self.rules,
-            retries=meta[META_RETRIES] + meta.get("retry_times", 0),
-            retry_after=meta.get(META_RETRY_AFTER),
-            proxy=meta.get(META_PROXY),
-            **fields,
+            loop=end.loop,
+            error=end.error,
+            error_message=end.error_message,
+            meta_refresh=end.meta_refresh,
+            retries=self._retries(meta),
+            retry_after=meta.get(m.RETRY_AFTER),
+            proxy=meta.get(m.PROXY),
         )
         self._row_finished(task)
         return result
-
-    def parse_hop(self, response: Response) -> Any:
-        meta = response.meta
-        task: RowTask = meta[META_TASK]
-        status = response.status
-        if (
-            response.request is not None
-            and response.request.method == "HEAD"
-            and status in (405, 501)
-        ):
-            if "head_fallback_get" not in task.notes:
-                task.notes.append("head_fallback_get")
-            return self._request(
-                task,
-                response.url,
-                meta[META_CHAIN],
-                method="GET",
-                retries=meta[META_RETRIES] + meta.get("retry_times", 0),
-            )
-        chain: list[dict[str, Any]] = [*meta[META_CHAIN]]
-        latency = meta.get("download_latency")
-        entry = hop(
-            response.url, status=status, ms=None if latency is None else round(latency * 1000)
-        )
-        chain.append(entry)
-        meta[META_CHAIN] = chain
-        blocked = meta.get(META_BLOCKED)
-        if blocked is not None:  # every try through the proxy pool met a captcha or block
-            entry["block"] = blocked
-            return self._finish(
-                response,
-                error="blocked",
-                error_message=f"{blocked} (status {status}) on every proxy tried",
-            )
-        if status in REDIRECT_STATUSES or (300 <= status < 400 and b"Location" in response.headers):
-            return self._follow(response, entry, response.headers.get(b"Location"))
-        if 300 <= status < 400:
-            return self._finish(
-                response, error="bad_location", error_message=f"{status} without a Location header"
-            )
-        refresh = self._meta_refresh(response)
-        if refresh is not None and self.config.follow_meta_refresh and 200 <= status < 300:
-            return self._follow(response, entry, refresh.encode())
-        return self._finish(response, meta_refresh=refresh)
-
-    def _follow(self, response: Response, entry: dict[str, Any], location: bytes | None) -> Any:
-        meta = response.meta
-        chain: list[dict[str, Any]] = meta[META_CHAIN]
-        try:
-            target = resolve_location(response.url, location)
-        except InvalidURL as exc:
-            raw = location.decode("latin-1") if location else None
-            entry["location"] = raw
-            return self._finish(response, error=exc.code, error_message=str(exc))
-        entry["location"] = target
-        entry["kind"] = hop_kind(response.url, target)
-        if any(earlier["url"] == target for earlier in chain):
-            return self._finish(response, loop=True)
-        if len(chain) > self.config.max_hops:
-            return self._finish(
-                response,
-                error="too_many_hops",
-                error_message=f"more than {self.config.max_hops} redirects (URLCHECK_MAX_HOPS)",
-            )
-        task: RowTask = meta[META_TASK]
-        retries = meta[META_RETRIES] + meta.get("retry_times", 0)
-        return self._request(task, target, chain, retries=retries)
-
-    def _meta_refresh(self, response: Response) -> str | None:
-        text = getattr(response, "text", None)
-        if text is None or not response.body:
-            return None
-        _, url = get_meta_refresh(text[:65536], response.url)
-        return url
-
-    def hop_failed(self, failure: Failure) -> dict[str, Any]:
-        request: Request = failure.request  # type: ignore[attr-defined]
-        kind, message = classify_failure(failure)
-        chain = [*request.meta[META_CHAIN], hop(request.url, error=kind)]
-        request.meta[META_CHAIN] = chain
-        return self._finish(request, error=kind, error_message=message)

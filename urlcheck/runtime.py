@@ -1,0 +1,53 @@
+"""What the components of one crawl share, and the one way they find it.
+
+Scrapy builds the spider, the scheduler's queue, middlewares, pipelines and extensions
+separately; several need the same parsed config and live state (the hosts in back-off, the
+row feeder, the results file, the job, the proxy pool). Each asks :func:`runtime` for the
+crawl's :class:`Runtime` instead of reaching into the spider or into another component.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
+
+from urlcheck.backoff import HostBackoff
+from urlcheck.config import UrlcheckConfig
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from scrapy.crawler import Crawler
+
+    from urlcheck.feeder import HostFeeder
+    from urlcheck.jobs.context import JobContext
+    from urlcheck.proxypool import ProxyPool
+    from urlcheck.resultsfile import ResultsPlan
+
+
+class Runtime:
+    def __init__(self, config: UrlcheckConfig) -> None:
+        self.config = config
+        self.backoff = HostBackoff(config.backoff)
+        # Set by the check spider when its start() has read the input:
+        self.feeder: HostFeeder | None = None
+        self.results: ResultsPlan | None = None
+        self.job_context: JobContext | None = None
+        self.total_rows = 0
+        # Set by the proxy middleware when proxies are configured:
+        self.proxy_pool: ProxyPool | None = None
+
+    @property
+    def results_path(self) -> Path | None:
+        return self.results.path if self.results is not None else None
+
+
+_RUNTIMES: WeakKeyDictionary[Crawler, Runtime] = WeakKeyDictionary()
+
+
+def runtime(crawler: Crawler) -> Runtime:
+    """The crawl's runtime, made (and its settings parsed) on first use."""
+    found = _RUNTIMES.get(crawler)
+    if found is None:
+        found = _RUNTIMES[crawler] = Runtime(UrlcheckConfig.from_settings(crawler.settings))
+    return found
