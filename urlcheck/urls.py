@@ -1,24 +1,27 @@
-"""URL rules of urlcheck: input normalisation, Location resolution, hop kinds, URL equality.
+"""URL rules of urlcheck: input URLs, Location resolution, hop kinds, URL equality.
 
-Pure functions (stdlib and ``idna`` only, no Scrapy), documented in docs/urls-and-verdicts.md.
-Every URL this module returns is a fixed point of ``w3lib.url.safe_url_string``, which
-``scrapy.Request`` applies to its URL, so the URL a request carries is the one we computed.
+Parsing and resolving is the WHATWG URL Standard's, as browsers do it, through ada-url (the
+parser Node.js uses). On top of it this module keeps urlcheck's own policy: the conveniences
+for input URLs, which schemes are followed, error codes, warnings about Locations whose target a
+person would not expect, hop kinds and the "same target" comparison. No Scrapy here; the rules
+are documented in docs/urls-and-verdicts.md.
+
+The URLs returned are WHATWG serialisations without a fragment: a browser sends exactly these
+bytes. ``scrapy.Request`` would re-escape some of them (``|``, ``[``, ``^`` in a query, ...),
+so requests carry them with ``verbatim_url``.
 """
 
 from __future__ import annotations
 
-import functools
-import ipaddress
 import re
-import unicodedata
 from dataclasses import dataclass
-from typing import Any, NamedTuple
-from urllib.parse import quote, unquote_to_bytes, urljoin
+from typing import Any
 
-import idna
+from ada_url import idna_to_ascii, join_url, normalize_url
 
 __all__ = [
     "InvalidURL",
+    "Resolved",
     "Target",
     "comparable",
     "hop_kind",
@@ -27,8 +30,6 @@ __all__ = [
     "resolve_location",
     "same_target",
 ]
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 # Unicode whitespace (every str.isspace() character), C0 controls, DEL and the zero-width
 # characters that spreadsheets and web pages leave around pasted URLs.
@@ -39,29 +40,32 @@ _TRIM_CHARS = (
     + "\u2028\u2029\u202f\u205f\u3000"
     + "\u180e\u200b\u200c\u200d\u2060\ufeff"
 )
+# What the URL parser itself strips from both ends of a Location: C0 controls and space.
+_C0_SPACE = "".join(map(chr, range(0x21)))
 _TAB_OR_NEWLINE = re.compile("[\t\n\r]")
 _SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 # "example.com:8080/x" starts like a scheme but is a host and a port.
 _PORT_LIKE = re.compile(r"[0-9]+(?:[/?#]|\Z)")
 _MISTYPED_SCHEME = re.compile(r"https?/", re.IGNORECASE)
-# scheme, authority, path, query; the fragment is left out.
-_ABSOLUTE_RE = re.compile(r"([^:]*)://([^/?#]*)([^?#]*)(?:\?([^#]*))?")
-_HOSTINFO_RE = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.\-]*:)?//([^/?#]*)")
+_HTTP_PREFIXES = ("http:", "https:")
 
-# Characters kept as they are, the sets w3lib's safe_url_string keeps for http(s) URLs
-# (the query one also escapes "'", as the URL standard does for special schemes).
-_PATH_SAFE = "!$&'()*+,/:;=@%"
-_QUERY_SAFE = "!$&()*+,/:;=?@%"
-_USERINFO_SAFE = "!$&'()*+,"
-_PATH_NEEDS_WORK = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,/:;=@%]|%(?![0-9A-Fa-f]{2})")
-_QUERY_NEEDS_WORK = re.compile(r"[^A-Za-z0-9\-._~!$&()*+,/:;=?@%]|%(?![0-9A-Fa-f]{2})")
+# A WHATWG serialisation of an http(s) URL without fragment: scheme, userinfo, host, port,
+# path, query. Userinfo has "@" and "/" percent-encoded, so the split is exact.
+_HREF_RE = re.compile(
+    r"(https?)://(?:([^@/]*)@)?(\[[^\]]*\]|[^:/]*)(?::([0-9]+))?(/[^?]*)(?:\?(.*))?"
+)
+_HOSTINFO_RE = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.\-]*:)?//([^/?#]*)")
+_DOTTED_IPV4 = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}\Z")
+
+# Warnings: the Location's target is not what a person reading it would expect.
+_NO_SLASHES = re.compile(r"https?:(?![/\\]{2})", re.IGNORECASE)
+_EXTRA_SLASHES = re.compile(r"(?:https?:)?[/\\]{3}", re.IGNORECASE)
 _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_BEFORE_QUERY = re.compile(r"[^?#]*")
+_SURROGATE = re.compile("[\udc80-\udcff]")
+
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-
-_HOST_RE = re.compile(r"(?:[a-z0-9_\-]{1,63}\.)*[a-z0-9_\-]{1,63}\.?\Z")
-# The URL standard reads a host whose last label is a number as an IPv4 address.
-_ENDS_IN_NUMBER = re.compile(r"(?:\A|\.)(?:[0-9]+|0x[0-9a-f]*)\.?\Z")
 _SHOW_MAX = 200
 
 
@@ -70,51 +74,42 @@ class InvalidURL(ValueError):  # noqa: N818 (name fixed by the interface)
 
     ``code`` is ``invalid_url`` (an input URL), ``bad_location`` (a Location header that is
     missing, empty or unparsable) or ``unsupported_scheme`` (a Location to a scheme other
-    than http/https). ``str(error)`` is a message naming the value.
+    than http/https). ``warnings`` names what was surprising about it (``location_empty``).
+    ``str(error)`` is a message naming the value.
     """
 
-    def __init__(self, message: str, *, code: str = "invalid_url") -> None:
+    def __init__(
+        self, message: str, *, code: str = "invalid_url", warnings: tuple[str, ...] = ()
+    ) -> None:
         super().__init__(message)
         self.code = code
+        self.warnings = warnings
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_invalid_url, (str(self), self.code))
+        return (_rebuild_invalid_url, (str(self), self.code, self.warnings))
 
 
-def _rebuild_invalid_url(message: str, code: str) -> InvalidURL:
-    return InvalidURL(message, code=code)
+def _rebuild_invalid_url(message: str, code: str, warnings: tuple[str, ...] = ()) -> InvalidURL:
+    return InvalidURL(message, code=code, warnings=warnings)
 
 
-class _BadURLError(Exception):
-    """What is wrong with a URL; the public functions add the value and the error code."""
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """Where a Location leads: the URL a browser requests next, and what was surprising."""
+
+    url: str
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A normalised input URL. ``host`` equals ``host_key(url)``."""
+    """An input URL as first requested. ``host`` equals ``host_key(url)``; ``warnings`` are
+    the Location warnings' ``url_`` counterparts (``url_backslash``, ...)."""
 
     url: str
     host: str
     scheme_added: bool
-
-
-class _Parts(NamedTuple):
-    scheme: str
-    userinfo: str  # encoded, without "@"; "" when absent
-    host: str  # lowercase ASCII; an IPv6 address without brackets, as urlparse().hostname
-    port: int | None  # None when absent or the scheme's default
-    path: str  # encoded, starts with "/"
-    query: str | None  # encoded, without "?"; None when absent or empty
-
-    def url(self) -> str:
-        netloc = f"[{self.host}]" if ":" in self.host else self.host
-        if self.port is not None:
-            netloc = f"{netloc}:{self.port}"
-        if self.userinfo:
-            netloc = f"{self.userinfo}@{netloc}"
-        if self.query is None:
-            return f"{self.scheme}://{netloc}{self.path}"
-        return f"{self.scheme}://{netloc}{self.path}?{self.query}"
+    warnings: tuple[str, ...] = ()
 
 
 def _show(value: str | bytes) -> str:
@@ -122,250 +117,174 @@ def _show(value: str | bytes) -> str:
     return shown if len(shown) <= _SHOW_MAX else f"{shown[: _SHOW_MAX - 3]}..."
 
 
-def _trim(raw: str) -> str:
-    return raw.strip(_TRIM_CHARS)
-
-
-# --------------------------------------------------------------------------- hosts
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _ascii_host(host: str) -> str:
-    # Hosts repeat across rows of big files, so the IDNA work is cached per distinct host.
-    ascii_host = host.lower() if host.isascii() else _idna_encode(host)
-    if len(ascii_host.rstrip(".")) > 253 or not _HOST_RE.match(ascii_host):
-        if " " in host:
-            raise _BadURLError(f"host {host!r} contains a space")
-        raise _BadURLError(f"host {host!r} is not a valid host name")
-    if _ENDS_IN_NUMBER.search(ascii_host):
-        try:
-            ipaddress.IPv4Address(ascii_host.rstrip("."))
-        except ValueError:
-            raise _BadURLError(f"host {host!r} is not a valid IPv4 address") from None
-        return ascii_host.rstrip(".")
-    if "xn--" in ascii_host:
-        for label in ascii_host.rstrip(".").split("."):
-            if label.startswith("xn--") and not _valid_a_label(label):
-                raise _BadURLError(f"host {host!r} has an invalid punycode label {label!r}")
-    return ascii_host
-
-
-def _idna_encode(host: str) -> str:
-    # UTS 46 non-transitional processing is what browsers do ("faß.de" -> xn--fa-hia.de).
-    # It refuses symbols such as emoji that browsers still accept ("i❤.ws"), so those fall
-    # back to IDNA 2003, the codec Scrapy itself uses.
-    try:
-        return idna.encode(host, uts46=True).decode("ascii")
-    except idna.IDNAError:
-        pass
-    try:
-        return unicodedata.normalize("NFKC", host).lower().encode("idna").decode("ascii")
-    except UnicodeError:
-        raise _BadURLError(f"host {host!r} is not a valid internationalised domain name") from None
-
-
-def _valid_a_label(label: str) -> bool:
-    try:
-        idna.decode(label)
-    except idna.IDNAError:
-        try:
-            label.encode("ascii").decode("idna")
-        except UnicodeError:
-            return False
-    return True
-
-
-def _ipv6_host(text: str) -> str:
-    if "%" in text:
-        raise _BadURLError(f"IPv6 address [{text}] has a zone identifier")
-    try:
-        return ipaddress.IPv6Address(text).compressed
-    except ValueError:
-        raise _BadURLError(f"[{text}] is not a valid IPv6 address") from None
-
-
-# --------------------------------------------------------------------------- paths
-
-
-def _encode(part: str, needs_work: re.Pattern[str], safe: str) -> str:
-    if needs_work.search(part) is None:
-        return part
-    if "%" in part:
-        part = _STRAY_PERCENT.sub("%25", part)
-    # surrogateescape: undecodable bytes of a Location go out as the server sent them.
-    return quote(part, safe=safe, errors="surrogateescape")
-
-
-def _remove_dot_segments(path: str) -> str:
-    # RFC 3986 section 5.2.4, as browsers and urljoin() apply it.
-    segments = path.split("/")
-    out: list[str] = []
-    for segment in segments[1:]:
-        if segment == "..":
-            if out:
-                out.pop()
-        elif segment != ".":
-            out.append(segment)
-    if segments[-1] in {".", ".."}:
-        out.append("")
-    return "/" + "/".join(out)
-
-
-def _encode_userinfo(userinfo: str) -> str:
-    user, colon, password = userinfo.partition(":")
-    if not user and not password:
-        return ""
-    # Unquote then quote, as safe_url_string does, so the result is its fixed point.
-    user = quote(unquote_to_bytes(user), safe=_USERINFO_SAFE)
-    if not colon:
-        return user
-    return f"{user}:{quote(unquote_to_bytes(password), safe=_USERINFO_SAFE)}"
-
-
-# --------------------------------------------------------------------------- parsing
-
-
-def _split(url: str) -> _Parts:
-    """Parse and normalise an absolute http(s) URL ("scheme://..."; scheme checked by caller)."""
-    match = _ABSOLUTE_RE.match(url)
-    assert match is not None  # the pattern matches any string with "://"
-    scheme, authority, path, query = match.groups()
-    scheme = scheme.lower()
-
-    userinfo = ""
-    if "@" in authority:
-        raw_userinfo, _, authority = authority.rpartition("@")
-        userinfo = _encode_userinfo(raw_userinfo)
-
-    if authority.startswith("["):
-        close = authority.find("]")
-        if close < 0:
-            raise _BadURLError("the IPv6 address has no closing ']'")
-        host = _ipv6_host(authority[1:close])
-        after = authority[close + 1 :]
+def _why(url: str) -> str:
+    """A reason for an absolute URL the parser refused (the parser gives none)."""
+    match = _HOSTINFO_RE.match(re.sub(r"^([A-Za-z][A-Za-z0-9+.\-]*:)[/\\]*", r"\1//", url))
+    hostport = match.group(1).rpartition("@")[2] if match else ""
+    if hostport.startswith("["):
+        address, bracket, after = hostport.partition("]")
+        if not bracket:
+            return "the IPv6 address has no closing ']'"
         if after and not after.startswith(":"):
-            raise _BadURLError(f"unexpected {after!r} after the IPv6 address")
-        port_text = after[1:]
-    else:
-        raw_host, _, port_text = authority.partition(":")
-        if not raw_host:
-            raise _BadURLError("no host")
-        if ":" in port_text:
-            raise _BadURLError(f"host {authority!r} has more than one ':'")
-        host = _ascii_host(raw_host)
+            return f"unexpected {after!r} after the IPv6 address"
+        return f"host {address}] is not a valid IPv6 address"
+    host, _, port = hostport.partition(":")
+    if not host:
+        return "no host"
+    if port and not (port.isascii() and port.isdigit() and int(port) <= 65535):
+        return f"port {port!r} is not a number from 0 to 65535"
+    if " " in host:
+        return f"host {host!r} contains a space"
+    return f"host {host!r} is not a valid host name"
 
-    port: int | None = None
-    if port_text:
-        if not (port_text.isascii() and port_text.isdigit()):
-            raise _BadURLError(f"port {port_text!r} is not a number")
-        port = int(port_text)
-        if not 0 < port <= 65535:
-            raise _BadURLError(f"port {port} is out of range 1-65535")
-        if port == _DEFAULT_PORTS[scheme]:
-            port = None
 
-    path = _encode(path, _PATH_NEEDS_WORK, _PATH_SAFE) if path else "/"
-    if "/." in path:
-        path = _remove_dot_segments(path)
-    if query is not None:
-        query = _encode(query, _QUERY_NEEDS_WORK, _QUERY_SAFE) or None
-    return _Parts(scheme, userinfo, host, port, path, query)
+def _surprises(text: str, href: str, base: str | None) -> tuple[str, ...]:
+    """What about ``text`` (trimmed) resolving to ``href`` a person would not expect."""
+    found: list[str] = []
+    if "\\" in _BEFORE_QUERY.match(text).group():  # type: ignore[union-attr]
+        found.append("backslash")
+    if _NO_SLASHES.match(text):
+        found.append("scheme_no_slashes")
+    elif _EXTRA_SLASHES.match(text):
+        found.append("extra_slashes")
+    parts = _HREF_RE.match(href)
+    assert parts is not None  # an http(s) serialisation
+    host = parts.group(3)
+    if _DOTTED_IPV4.match(host) and host not in text and _gives_host(text, href, base, host):
+        found.append("ipv4_numeric")
+    if parts.group(2) is not None and "@" in text:
+        found.append("userinfo")
+    if "%" in text and _STRAY_PERCENT.search(text):
+        found.append("percent")
+    return tuple(found)
+
+
+def _gives_host(text: str, href: str, base: str | None, host: str) -> bool:
+    # Whether the host came from the Location rather than from its base: resolved against a
+    # base with another host, the Location still leads to it.
+    if base is None:
+        return True
+    try:
+        elsewhere = join_url(f"{base.partition(':')[0]}://base.invalid/", text)
+    except ValueError:
+        return True
+    return elsewhere.startswith(f"{href.partition(':')[0]}://{host}")
+
+
+def _absolute(base: str, text: str) -> str:
+    # A scheme-relative Location takes the base's scheme, enough for _why() to find its host.
+    return text if _SCHEME_RE.match(text) else f"{base.partition(':')[0]}:{text}"
+
+
+# --------------------------------------------------------------------------- input URLs
 
 
 def _with_scheme(text: str, default_scheme: str) -> tuple[str, bool]:
-    """Return ``text`` as "scheme://..." and whether the scheme was added."""
+    """Return ``text`` with a scheme, and whether it was added."""
     if text.startswith("//"):
         return f"{default_scheme}:{text}", True
     match = _SCHEME_RE.match(text)
     if match is None:
         if _MISTYPED_SCHEME.match(text):
-            raise _BadURLError("the scheme is mistyped (expected 'http://' or 'https://')")
+            raise ValueError("the scheme is mistyped (expected 'http://' or 'https://')")
         return f"{default_scheme}://{text}", True
-    rest = text[match.end() :]
-    if not rest.startswith("//") and _PORT_LIKE.match(rest):
+    if _PORT_LIKE.match(text, match.end()) and not text.startswith("//", match.end()):
         return f"{default_scheme}://{text}", True
     scheme = match.group(1).lower()
-    if scheme not in _DEFAULT_PORTS:
-        raise _BadURLError(f"scheme {scheme!r} is not http or https")
-    if not rest.startswith("//"):
-        raise _BadURLError(f"'//' is missing after '{match.group(0)}'")
+    if f"{scheme}:" not in _HTTP_PREFIXES:
+        raise ValueError(f"scheme {scheme!r} is not http or https")
     return text, False
 
 
-def _parse_input(raw: str, default_scheme: str = "https") -> tuple[_Parts, bool]:
-    text = _trim(raw)
-    if not text:
-        raise _BadURLError("empty URL")
-    if _TAB_OR_NEWLINE.search(text):
-        raise _BadURLError("contains a tab or a line break")
-    url, added = _with_scheme(text, default_scheme)
-    return _split(url), added
-
-
-def _parts_of(url: str, what: str = "URL") -> _Parts:
-    try:
-        return _parse_input(url)[0]
-    except _BadURLError as exc:
-        raise InvalidURL(f"{what} {_show(url)}: {exc}", code="invalid_url") from None
-
-
-# --------------------------------------------------------------------------- public API
-
-
 def normalise_input(raw: str, *, default_scheme: str = "https") -> Target:
-    """Normalise a URL from the input file into the URL to request first.
+    """The URL to request first for a URL from the input file.
 
+    Trimmed, ``default_scheme`` added when it has none, then parsed as a browser does.
     Raises :class:`InvalidURL` (code ``invalid_url``) when it cannot be checked.
     """
-    if default_scheme not in _DEFAULT_PORTS:
+    if default_scheme not in {"http", "https"}:
         raise ValueError(f"default_scheme must be 'http' or 'https', not {default_scheme!r}")
+    text = raw.strip(_TRIM_CHARS)
     try:
-        parts, added = _parse_input(raw, default_scheme)
-    except _BadURLError as exc:
+        if not text:
+            raise ValueError("empty URL")
+        if _TAB_OR_NEWLINE.search(text):
+            # Browsers would drop it; in a CSV cell it means two cells were merged.
+            raise ValueError("contains a tab or a line break")
+        url, added = _with_scheme(text, default_scheme)
+        try:
+            href = normalize_url(url).partition("#")[0]
+        except ValueError:
+            raise ValueError(_why(url)) from None
+    except ValueError as exc:
         raise InvalidURL(f"URL {_show(raw)}: {exc}", code="invalid_url") from None
-    return Target(parts.url(), parts.host, added)
+    warnings = tuple(f"url_{name}" for name in _surprises(url, href, None))
+    return Target(href, host_key(href), added, warnings)
 
 
-def resolve_location(base: str, location: str | bytes | None) -> str:
+# --------------------------------------------------------------------------- Locations
+
+
+def _decode(location: str | bytes) -> str:
+    if isinstance(location, str):
+        return location
+    # Header bytes are read as UTF-8; bytes that are not (latin-1 and the like) are sent back
+    # percent-encoded byte for byte, as curl, Chromium and Scrapy's RedirectMiddleware do.
+    text = location.decode("utf-8", "surrogateescape")
+    if text.isascii():
+        return text
+    return _SURROGATE.sub(lambda m: f"%{ord(m.group()) - 0xDC00:02X}", text)
+
+
+def resolve_location(base: str, location: str | bytes | None) -> Resolved:
     """Resolve a redirect's Location header against the URL that answered with it.
 
-    Returns the normalised URL to request next, without a fragment. Raises
+    Returns the URL a browser requests next (without a fragment) and warnings. Raises
     :class:`InvalidURL` with code ``bad_location`` (missing, empty, unparsable) or
     ``unsupported_scheme`` (not http/https).
     """
     if location is None:
         raise InvalidURL("the Location header is missing", code="bad_location")
-    # Undecodable bytes (latin-1 and the like) survive as surrogates and are percent-encoded
-    # byte for byte, the way curl and Scrapy's RedirectMiddleware send them back.
-    text = location.decode("utf-8", "surrogateescape") if isinstance(location, bytes) else location
-    text = _TAB_OR_NEWLINE.sub("", _trim(text))
+    text = _decode(location).strip(_C0_SPACE)
     if not text:
-        raise InvalidURL(f"the Location header is empty: {_show(location)}", code="bad_location")
+        raise InvalidURL(
+            f"the Location header is empty ({_show(location)}): a browser would request "
+            f"{base.partition('#')[0]} again",
+            code="bad_location",
+            warnings=("location_empty",),
+        )
     try:
-        base_parts = _parse_input(base)[0]
-        match = _SCHEME_RE.match(text)
-        if match is not None:
-            scheme = match.group(1).lower()
-            if scheme not in _DEFAULT_PORTS:
-                raise InvalidURL(
-                    f"Location {_show(location)}: scheme {scheme!r} is not http or https",
-                    code="unsupported_scheme",
-                )
-            rest = text[match.end() :]
-            if rest.startswith("//"):
-                absolute = f"{scheme}:{rest}"
-            elif scheme == base_parts.scheme:
-                # "http:/x" on an http page is relative, as in browsers and urljoin().
-                absolute = urljoin(base_parts.url(), rest)
-            else:
-                raise _BadURLError(f"'//' is missing after '{match.group(0)}'")
-        elif text.startswith("//"):
-            absolute = f"{base_parts.scheme}:{text}"
-        else:
-            absolute = urljoin(base_parts.url(), text)
-        return _split(absolute).url()
-    except _BadURLError as exc:
-        raise InvalidURL(f"Location {_show(location)}: {exc}", code="bad_location") from None
+        href = join_url(base, text)
+    except ValueError:
+        raise InvalidURL(
+            f"Location {_show(location)}: {_why(_absolute(base, text))}",
+            code="bad_location",
+        ) from None
+    if not href.startswith(_HTTP_PREFIXES):
+        scheme = href.partition(":")[0]
+        raise InvalidURL(
+            f"Location {_show(location)}: scheme {scheme!r} is not http or https",
+            code="unsupported_scheme",
+        )
+    href = href.partition("#")[0]
+    return Resolved(href, tuple(f"location_{name}" for name in _surprises(text, href, base)))
+
+
+# --------------------------------------------------------------------------- hops and hosts
+
+
+def _parts(url: str) -> re.Match[str]:
+    """scheme, userinfo, host, port, path, query of a URL as ``normalise_input`` gives it."""
+    match = _HREF_RE.match(normalise_input(url).url)
+    assert match is not None  # normalise_input returns http(s) serialisations
+    return match
+
+
+def _parts_of(url: str) -> re.Match[str]:
+    try:
+        return _parts(url)
+    except InvalidURL as exc:
+        raise InvalidURL(str(exc), code="invalid_url") from None
 
 
 def _drop_www(host: str) -> str:
@@ -379,16 +298,17 @@ def hop_kind(src: str, dst: str) -> str:
     ``path`` in that order (e.g. ``scheme+host``). Raises :class:`InvalidURL` for a URL
     that cannot be parsed.
     """
-    a, b = _parts_of(src), _parts_of(dst)
+    a_scheme, _, a_host, a_port, a_path, a_query = _parts_of(src).groups()
+    b_scheme, _, b_host, b_port, b_path, b_query = _parts_of(dst).groups()
     kinds: list[str] = []
-    if a.scheme != b.scheme:
+    if a_scheme != b_scheme:
         kinds.append("scheme")
-    if a.host != b.host or a.port != b.port:
-        if _drop_www(a.host) != _drop_www(b.host):
+    if a_host != b_host or a_port != b_port:
+        if _drop_www(a_host) != _drop_www(b_host):
             return "cross_host"
         kinds.append("host")
-    if a.path != b.path or a.query != b.query:
-        slash_only = a.query == b.query and (a.path + "/" == b.path or b.path + "/" == a.path)
+    if a_path != b_path or a_query != b_query:
+        slash_only = a_query == b_query and (a_path + "/" == b_path or b_path + "/" == a_path)
         kinds.append("slash" if slash_only else "path")
     return "+".join(kinds) if kinds else "same"
 
@@ -406,10 +326,7 @@ def host_key(url: str) -> str:
     host = bracketed.partition("]")[0] if bracket else hostinfo.partition(":")[0]
     if host.isascii():
         return host.lower()
-    try:
-        return _ascii_host(host)
-    except _BadURLError:
-        return host.lower()
+    return idna_to_ascii(host).decode("ascii", "replace") or host.lower()
 
 
 def _normalise_escapes(part: str) -> str:
@@ -428,14 +345,15 @@ def comparable(url: str, *, ignore_trailing_slash: bool = True) -> str:
 
     Raises :class:`InvalidURL` (code ``invalid_url``) for a URL that cannot be parsed.
     """
-    parts = _parts_of(url)
-    path = _normalise_escapes(parts.path)
+    scheme, _, host, port, path, query = _parts_of(url).groups()
+    path = _normalise_escapes(path)
     if ignore_trailing_slash and path.endswith("/"):
         path = path[:-1]
-    query = None
-    if parts.query:
-        query = "&".join(sorted(_normalise_escapes(p) for p in parts.query.split("&")))
-    return parts._replace(userinfo="", path=path, query=query).url()
+    netloc = f"{host}:{port}" if port else host
+    if not query:
+        return f"{scheme}://{netloc}{path}"
+    query = "&".join(sorted(_normalise_escapes(p) for p in query.split("&")))
+    return f"{scheme}://{netloc}{path}?{query}"
 
 
 def same_target(a: str, b: str, *, ignore_trailing_slash: bool = True) -> bool:
