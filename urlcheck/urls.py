@@ -50,12 +50,11 @@ _MISTYPED_SCHEME = re.compile(r"https?/", re.IGNORECASE)
 _HTTP_PREFIXES = ("http:", "https:")
 
 # A WHATWG serialisation of an http(s) URL without fragment: scheme, userinfo, host, port,
-# path, query. Userinfo has "@" and "/" percent-encoded, so the split is exact.
+# path, query. Userinfo has "@" and "/" percent-encoded, so splits like these are exact.
 _HREF_RE = re.compile(
     r"(https?)://(?:([^@/]*)@)?(\[[^\]]*\]|[^:/]*)(?::([0-9]+))?(/[^?]*)(?:\?(.*))?"
 )
 _HOSTINFO_RE = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.\-]*:)?//([^/?#]*)")
-_DOTTED_IPV4 = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}\Z")
 
 # Warnings: the Location's target is not what a person reading it would expect.
 _NO_SLASHES = re.compile(r"https?:(?![/\\]{2})", re.IGNORECASE)
@@ -138,21 +137,28 @@ def _why(url: str) -> str:
     return f"host {host!r} is not a valid host name"
 
 
+def _host(href: str) -> str:
+    """The host of an http(s) serialisation, IPv6 without brackets (``host_key``, faster)."""
+    host = href.split("/", 3)[2].rpartition("@")[2]
+    return host[1 : host.index("]")] if host.startswith("[") else host.partition(":")[0]
+
+
 def _surprises(text: str, href: str, base: str | None) -> tuple[str, ...]:
     """What about ``text`` (trimmed) resolving to ``href`` a person would not expect."""
+    # Cheap character tests first: this runs for every Location and input row.
     found: list[str] = []
-    if "\\" in _BEFORE_QUERY.match(text).group():  # type: ignore[union-attr]
+    if "\\" in text and "\\" in _BEFORE_QUERY.match(text).group():  # type: ignore[union-attr]
         found.append("backslash")
-    if _NO_SLASHES.match(text):
-        found.append("scheme_no_slashes")
-    elif _EXTRA_SLASHES.match(text):
-        found.append("extra_slashes")
-    parts = _HREF_RE.match(href)
-    assert parts is not None  # an http(s) serialisation
-    host = parts.group(3)
-    if _DOTTED_IPV4.match(host) and host not in text and _gives_host(text, href, base, host):
+    if text[:1] in "hH/\\":
+        if _NO_SLASHES.match(text):
+            found.append("scheme_no_slashes")
+        elif _EXTRA_SLASHES.match(text):
+            found.append("extra_slashes")
+    host = _host(href)
+    if host[-1:].isdigit() and host not in text and _gives_host(text, href, base, host):
+        # A WHATWG host that ends in a number is an IPv4 address, serialised dotted-decimal.
         found.append("ipv4_numeric")
-    if parts.group(2) is not None and "@" in text:
+    if "@" in text and "@" in href.split("/", 3)[2]:
         found.append("userinfo")
     if "%" in text and _STRAY_PERCENT.search(text):
         found.append("percent")
@@ -181,6 +187,8 @@ def _absolute(base: str, text: str) -> str:
 
 def _with_scheme(text: str, default_scheme: str) -> tuple[str, bool]:
     """Return ``text`` with a scheme, and whether it was added."""
+    if text.startswith(("https://", "http://")):
+        return text, False
     if text.startswith("//"):
         return f"{default_scheme}:{text}", True
     match = _SCHEME_RE.match(text)
@@ -219,7 +227,7 @@ def normalise_input(raw: str, *, default_scheme: str = "https") -> Target:
     except ValueError as exc:
         raise InvalidURL(f"URL {_show(raw)}: {exc}", code="invalid_url") from None
     warnings = tuple(f"url_{name}" for name in _surprises(url, href, None))
-    return Target(href, host_key(href), added, warnings)
+    return Target(href, _host(href), added, warnings)
 
 
 # --------------------------------------------------------------------------- Locations
