@@ -20,6 +20,7 @@ from urlcheck.urls import (
     hop_kind,
     host_key,
     normalise_input,
+    refresh_target,
     resolve_location,
     same_target,
 )
@@ -575,3 +576,31 @@ def test_url_modules_do_not_import_scrapy() -> None:
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --------------------------------------------------------------------------- refresh_target
+
+# (content attribute, URL string a browser reads from it); HTML's declarative refresh steps
+REFRESHES = [
+    ("0;url=/x", "/x"),
+    ("0; URL='/a b'", "/a b"),
+    (' 3.5 ; url = "/q" trailing', "/q"),
+    ("0,/y", "/y"),  # w3lib.html.get_meta_refresh needs "url="
+    ("0 /z", "/z"),
+    (".5;/w", "/w"),
+    ("0\n;\nURL\n=\n/n", "/n"),
+    ("0;url=/\\127.0.0.3/ok", "/\\127.0.0.3/ok"),  # raw: resolve_location reads the backslash
+    ("0;urlx=/k", "x=/k"),  # "url" is skipped even without "="
+    ("0;;/x", ";/x"),
+    ("5", None),  # refreshes the page itself
+    ("0;", None),
+    ("0;url=", None),
+    ("0;url=''", None),
+    ("x;url=/z", None),  # not a refresh
+    ("0foo", None),
+]
+
+
+@pytest.mark.parametrize(("content", "target"), REFRESHES)
+def test_refresh_target(content: str, target: str | None) -> None:
+    assert refresh_target(content) == target

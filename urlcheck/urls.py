@@ -27,6 +27,7 @@ __all__ = [
     "hop_kind",
     "host_key",
     "normalise_input",
+    "refresh_target",
     "resolve_location",
     "same_target",
 ]
@@ -276,6 +277,33 @@ def resolve_location(base: str, location: str | bytes | None) -> Resolved:
         )
     href = href.partition("#")[0]
     return Resolved(href, tuple(f"location_{name}" for name in _surprises(text, href, base)))
+
+
+# HTML's "shared declarative refresh steps" up to the URL string ("5; url='/x'", "0,/x",
+# "0 /x"); _REFRESH_URL_KEY is the spec's U, R, L, "=" steps, each optional in turn.
+_WS = "[\\t\\n\\f\\r ]"
+_REFRESH_RE = re.compile(
+    rf"{_WS}*(?:[0-9]+|(?=\.))[0-9.]*(?:(?=[;,\t\n\f\r ]){_WS}*[;,]?{_WS}*(.*))?\Z", re.DOTALL
+)
+_REFRESH_URL_KEY = re.compile(rf"[Uu](?:[Rr](?:[Ll]{_WS}*(?:={_WS}*)?)?)?")
+
+
+def refresh_target(content: str) -> str | None:
+    """The URL string of a ``<meta http-equiv="refresh" content=...>``, as browsers read it.
+
+    ``None`` when ``content`` is not a refresh or names no URL (the page refreshes itself).
+    Resolve the result against the document's base URL with :func:`resolve_location`.
+    """
+    match = _REFRESH_RE.match(content)
+    if match is None or not match.group(1):
+        return None
+    rest = match.group(1)
+    key = _REFRESH_URL_KEY.match(rest)
+    if key is not None:
+        rest = rest[key.end() :]
+    if rest[:1] in {"'", '"'}:
+        rest = rest[1:].partition(rest[0])[0]
+    return rest or None
 
 
 # --------------------------------------------------------------------------- hops and hosts

@@ -386,3 +386,70 @@ async def down(exchange: Exchange) -> Reply:
     """503 (or `status`, 500-599) to everyone, nginx's error page, no Retry-After."""
     code = _int(exchange.request.arg("status"), "status", 500, 599, 503)
     return Response(code, (("Content-Type", "text/html"),), down_page(code))
+
+
+# --- Locations that browsers read differently from how they look (issue 14) ---------------------
+# Every form leads to `host`, which must be a loopback address: never a Location off this machine.
+
+LOCATION_FORMS = (
+    "backslash",
+    "backslashes",
+    "http-one-slash",
+    "http-no-slash",
+    "https-one-slash",
+    "https-no-slash",
+    "three-slashes",
+    "ipv4-hex",
+    "ipv4-int",
+    "ipv4-short",
+    "ipv4-octal",
+    "userinfo",
+    "percent",
+    "empty",
+)
+
+
+def surprising_location(form: str, exchange: Exchange, ip: ipaddress.IPv4Address, path: str) -> str:
+    a, b, c, d = ip.packed
+    port = exchange.port
+    match form:
+        case "backslash":
+            return f"/\\{ip}:{port}{path}"
+        case "backslashes":
+            return f"\\\\{ip}:{port}{path.replace('/', chr(92))}"
+        case "http-one-slash" | "https-one-slash":
+            return f"{form.partition('-')[0]}:/{ip}:{port}{path}"
+        case "http-no-slash" | "https-no-slash":
+            return f"{form.partition('-')[0]}:{ip}:{port}{path}"
+        case "three-slashes":
+            return f"///{ip}:{port}{path}"
+        case "ipv4-hex":
+            return f"http://0x{a:x}.{b}.{c}.{d}:{port}{path}"
+        case "ipv4-int":
+            return f"http://{int(ip)}:{port}{path}"
+        case "ipv4-short":
+            return f"http://{a}.{(b << 16) | (c << 8) | d}:{port}{path}"
+        case "ipv4-octal":
+            return f"http://0{a:o}.{b}.{c}.{d}:{port}{path}"
+        case "userinfo":
+            return f"http://{exchange.host}:{port}@{ip}:{port}{path}"
+        case "percent":
+            return f"{path}?discount=100%"
+        case "empty":
+            return ""
+    raise BadParamError(f"form must be one of {', '.join(LOCATION_FORMS)}, got {form!r}")
+
+
+@route("/location/{form}")
+async def location_form(exchange: Exchange, form: str) -> Reply:
+    """301 whose Location is written in `form` (backslash, ipv4-hex, ...) for `host` and `path`."""
+    try:
+        ip = ipaddress.IPv4Address(exchange.request.arg("host") or exchange.host)
+    except ValueError:
+        raise BadParamError("host must be an IPv4 address") from None
+    if not ip.is_loopback:
+        raise BadParamError(f"host must be a loopback address, got {ip}")
+    path = _header_safe(exchange.request.arg("path") or "/ok", "path")
+    if not path.startswith("/"):
+        raise BadParamError(f"path must start with '/', got {path!r}")
+    return _redirect(301, surprising_location(form, exchange, ip, path))
