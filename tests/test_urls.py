@@ -363,6 +363,11 @@ SURPRISES: list[tuple[str | bytes, str, tuple[str, ...]]] = [
     ("http://2130706435:8000/", "http://127.0.0.3:8000/", ("location_ipv4_numeric",)),
     ("http://192.168.257/", "http://192.168.1.1/", ("location_ipv4_numeric",)),
     ("//%31%32%37.0.0.3:8000/", "http://127.0.0.3:8000/", ("location_ipv4_numeric",)),
+    (
+        "http://u@0x7f.0.0.3:8000/",
+        "http://u@127.0.0.3:8000/",
+        ("location_ipv4_numeric", "location_userinfo"),
+    ),
     # the host in dotted-decimal form, or taken from the page: nothing surprising
     ("http://127.0.0.3:8000/", "http://127.0.0.3:8000/", ()),
     ("http://127.0.0.3.:8000/", "http://127.0.0.3:8000/", ()),

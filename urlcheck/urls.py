@@ -61,7 +61,6 @@ _HOSTINFO_RE = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.\-]*:)?//([^/?#]*)")
 _NO_SLASHES = re.compile(r"https?:(?![/\\]{2})", re.IGNORECASE)
 _EXTRA_SLASHES = re.compile(r"(?:https?:)?[/\\]{3}", re.IGNORECASE)
 _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
-_BEFORE_QUERY = re.compile(r"[^?#]*")
 _SURROGATE = re.compile("[\udc80-\udcff]")
 
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -148,7 +147,7 @@ def _surprises(text: str, href: str, base: str | None) -> tuple[str, ...]:
     """What about ``text`` (trimmed) resolving to ``href`` a person would not expect."""
     # Cheap character tests first: this runs for every Location and input row.
     found: list[str] = []
-    if "\\" in text and "\\" in _BEFORE_QUERY.match(text).group():  # type: ignore[union-attr]
+    if "\\" in text and "\\" in text.partition("?")[0].partition("#")[0]:
         found.append("backslash")
     if text[:1] in "hH/\\":
         if _NO_SLASHES.match(text):
@@ -175,7 +174,7 @@ def _gives_host(text: str, href: str, base: str | None, host: str) -> bool:
         elsewhere = join_url(f"{base.partition(':')[0]}://base.invalid/", text)
     except ValueError:
         return True
-    return elsewhere.startswith(f"{href.partition(':')[0]}://{host}")
+    return _host(elsewhere) == host
 
 
 def _absolute(base: str, text: str) -> str:
