@@ -23,6 +23,7 @@ from urlcheck.urls import (
     refresh_target,
     resolve_location,
     same_target,
+    without_userinfo,
 )
 
 # --------------------------------------------------------------------------- normalise_input
@@ -609,3 +610,16 @@ REFRESHES = [
 @pytest.mark.parametrize(("content", "target"), REFRESHES)
 def test_refresh_target(content: str, target: str | None) -> None:
     assert refresh_target(content) == target
+
+
+@pytest.mark.parametrize(
+    ("url", "wire"),
+    [
+        ("http://u:p@127.0.0.3:8000/x?a@b", "http://127.0.0.3:8000/x?a@b"),
+        ("http://a.example:8000@b.example/", "http://b.example/"),
+        ("https://b.example/x@y", "https://b.example/x@y"),
+        ("https://b.example", "https://b.example"),
+    ],
+)
+def test_without_userinfo(url: str, wire: str) -> None:
+    assert without_userinfo(url) == wire

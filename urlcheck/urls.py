@@ -30,6 +30,7 @@ __all__ = [
     "refresh_target",
     "resolve_location",
     "same_target",
+    "without_userinfo",
 ]
 
 # Unicode whitespace (every str.isspace() character), C0 controls, DEL and the zero-width
@@ -362,6 +363,19 @@ def host_key(url: str) -> str:
     if host.isascii():
         return host.lower()
     return idna_to_ascii(host).decode("ascii", "replace") or host.lower()
+
+
+def without_userinfo(url: str) -> str:
+    """``url`` (as this module returns it) without ``user:password@``: what goes on the wire.
+
+    Scrapy's HTTP/1.1 handler refuses a URL with userinfo; browsers send the request to the host
+    (with the credentials as Basic authorization, which urlcheck does not send on).
+    """
+    scheme, sep, rest = url.partition("://")
+    authority, slash, tail = rest.partition("/")
+    if "@" not in authority:
+        return url
+    return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{tail}"
 
 
 def _normalise_escapes(part: str) -> str:
