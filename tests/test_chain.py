@@ -25,6 +25,7 @@ def test_a_redirect_is_followed_and_recorded_with_its_kind() -> None:
             "location": "http://a.test/new",
             "ms": 12,
             "kind": "path",
+            "location_raw": "/new",
         }
     ]
 

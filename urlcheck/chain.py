@@ -8,17 +8,23 @@ any 3xx with a Location, is followed unless the Location is bad (``bad_location`
 ``unsupported_scheme``), revisits a URL of the chain (``loop``) or would exceed ``max_hops``
 (``too_many_hops``); a 3xx without Location is ``bad_location``; a meta refresh on a 2xx page
 is followed only when ``follow_meta_refresh`` is on (it is always reported).
+
+Locations and meta refresh targets are resolved as browsers resolve them (urlcheck.urls); the
+hop keeps the Location as sent (``location_raw``) when it differs from the resolved one, and the
+warnings about a target a person would not expect.
 """
 
 from __future__ import annotations
 
+import contextlib
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from w3lib.html import get_meta_refresh
+from parsel import Selector
 
 from urlcheck.results import Hop, hop
-from urlcheck.urls import InvalidURL, hop_kind, resolve_location
+from urlcheck.urls import InvalidURL, hop_kind, refresh_target, resolve_location
 
 if TYPE_CHECKING:
     from urlcheck.results import RowTask
@@ -26,6 +32,12 @@ if TYPE_CHECKING:
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 HEAD_REFUSED = frozenset({405, 501})
 _META_REFRESH_SCAN = 65536  # characters of the page searched for <meta http-equiv="refresh">
+# Only a page that may declare a refresh is parsed as HTML.
+_REFRESH_HINT = re.compile(r"http-equiv\s*=\s*[\"']?\s*refresh", re.IGNORECASE)
+_REFRESH_XPATH = (
+    "//meta[translate(@http-equiv, 'REFSH', 'refsh') = 'refresh']"
+    "[not(ancestor::noscript) and not(ancestor::script)][1]/@content"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,23 +99,35 @@ class ChainRules:
         if 300 <= status < 400:
             return Finish(error="bad_location", error_message=f"{status} without a Location header")
         refresh = meta_refresh(answer)
-        if refresh is not None and self.follow_meta_refresh and 200 <= status < 300:
-            return self._follow(chain, entry, refresh.encode())
-        return Finish(meta_refresh=refresh)
+        if refresh is None:
+            return Finish()
+        if self.follow_meta_refresh and 200 <= status < 300:
+            return self._follow(chain, entry, refresh.target, base=refresh.base)
+        return Finish(meta_refresh=refresh.resolved())
 
     def on_failure(self, chain: list[Hop], url: str, kind: str, message: str) -> Finish:
         """A hop ended without a response (``kind`` from urlcheck.errors)."""
         chain.append(hop(url, error=kind))
         return Finish(error=kind, error_message=message)
 
-    def _follow(self, chain: list[Hop], entry: Hop, location: bytes | None) -> Step:
+    def _follow(
+        self, chain: list[Hop], entry: Hop, location: bytes | str | None, *, base: str | None = None
+    ) -> Step:
+        raw = _as_sent(location)
         try:
-            target = resolve_location(entry["url"], location)
+            resolved = resolve_location(base or entry["url"], location)
         except InvalidURL as exc:
-            entry["location"] = location.decode("latin-1") if location else None
+            entry["location"] = raw
+            if exc.warnings:
+                entry["warnings"] = list(exc.warnings)
             return Finish(error=exc.code, error_message=str(exc))
+        target = resolved.url
         entry["location"] = target
         entry["kind"] = hop_kind(entry["url"], target)
+        if raw is not None and raw != target:
+            entry["location_raw"] = raw
+        if resolved.warnings:
+            entry["warnings"] = list(resolved.warnings)
         if any(earlier["url"] == target for earlier in chain):
             return Finish(loop=True)
         if len(chain) > self.max_hops:
@@ -114,9 +138,47 @@ class ChainRules:
         return Follow(target)
 
 
-def meta_refresh(answer: Answer) -> str | None:
-    """The target of a ``<meta http-equiv="refresh">`` in the page, resolved, else None."""
-    if not answer.text:
+def _as_sent(location: bytes | str | None) -> str | None:
+    """A Location for the results, as sent: UTF-8, else byte for byte (latin-1)."""
+    if location is None or isinstance(location, str):
+        return location
+    try:
+        return location.decode("utf-8")
+    except UnicodeDecodeError:
+        return location.decode("latin-1")
+
+
+class Refresh(NamedTuple):
+    """A page's meta refresh: the URL string as written and the document's base URL."""
+
+    target: str
+    base: str
+
+    def resolved(self) -> str:
+        """Where it leads (the URL string itself when it cannot be resolved)."""
+        try:
+            return resolve_location(self.base, self.target).url
+        except InvalidURL:
+            return self.target
+
+
+def meta_refresh(answer: Answer) -> Refresh | None:
+    """The ``<meta http-equiv="refresh">`` of the page, read as browsers read it, else None.
+
+    Browsers resolve its URL against the document's base URL: ``<base href>`` when the page has
+    one that resolves, else the page's own URL.
+    """
+    text = answer.text
+    if not text or not _REFRESH_HINT.search(text, 0, _META_REFRESH_SCAN):
         return None
-    _, url = get_meta_refresh(answer.text[:_META_REFRESH_SCAN], answer.url)
-    return url
+    page = Selector(text=text[:_META_REFRESH_SCAN])
+    content = page.xpath(_REFRESH_XPATH).get()
+    target = None if content is None else refresh_target(content)
+    if target is None:
+        return None
+    base = answer.url
+    href = page.xpath("//base[@href][1]/@href").get()
+    if href is not None:
+        with contextlib.suppress(InvalidURL):
+            base = resolve_location(answer.url, href).url
+    return Refresh(target, base)

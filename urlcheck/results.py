@@ -27,6 +27,8 @@ class Hop(TypedDict):
     kind: str | None
     error: NotRequired[str]  # set on a hop that failed without a response
     block: NotRequired[str]  # "captcha:<vendor>" / "block:<vendor>" when every proxy was blocked
+    location_raw: NotRequired[str]  # the Location as sent, when it differs from ``location``
+    warnings: NotRequired[list[str]]  # "location_backslash", ... (urlcheck.urls), when any
 
 
 def hop(
@@ -111,6 +113,11 @@ _EMPTY: dict[str, Any] = {
 }
 
 
+def hop_warnings(chain: list[Hop]) -> list[str]:
+    """Every hop's warnings, once each, in chain order (the row's ``warnings`` lists them)."""
+    return list(dict.fromkeys(w for entry in chain for w in entry.get("warnings", ())))
+
+
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -160,7 +167,7 @@ def build_result(
         expected=task.expected,
         verdict=verdict.verdict,
         reasons=verdict.reasons,
-        warnings=verdict.warnings,
+        warnings=verdict.warnings + hop_warnings(chain),
         notes=task.notes,
         retries=retries,
         retry_after=retry_after,

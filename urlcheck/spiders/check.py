@@ -30,7 +30,7 @@ from urlcheck.jobs.errors import JobError
 from urlcheck.results import Hop, Result, RowTask, build_result
 from urlcheck.resultsfile import plan_results
 from urlcheck.runtime import Runtime, runtime
-from urlcheck.urls import InvalidURL, host_key, normalise_input
+from urlcheck.urls import InvalidURL, host_key, normalise_input, without_userinfo
 from urlcheck.verdict import VerdictRules
 
 if TYPE_CHECKING:
@@ -178,6 +178,7 @@ class CheckSpider(Spider):
         task.requested_url = target.url
         if target.scheme_added:
             task.notes.append("scheme_added")
+        task.notes.extend(target.warnings)
         return task
 
     def _invalid_result(self, record: Record) -> Result:
@@ -202,7 +203,7 @@ class CheckSpider(Spider):
         method: str | None = None,
     ) -> Request:
         return Request(
-            url,
+            without_userinfo(url),
             method=method or self.method,
             callback=self.parse_hop,
             errback=self.hop_failed,
@@ -214,6 +215,8 @@ class CheckSpider(Spider):
                 m.CHAIN: chain,
                 m.RETRIES: retries,
                 "download_slot": host_key(url),
+                # Sent as a browser sends it: Request would re-escape "|", "[", "^", ...
+                "verbatim_url": True,
                 "handle_httpstatus_all": True,
                 "dont_redirect": True,
             },
