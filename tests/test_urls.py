@@ -372,6 +372,7 @@ SURPRISES: list[tuple[str | bytes, str, tuple[str, ...]]] = [
     # the host in dotted-decimal form, or taken from the page: nothing surprising
     ("http://127.0.0.3:8000/", "http://127.0.0.3:8000/", ()),
     ("http://127.0.0.3.:8000/", "http://127.0.0.3:8000/", ()),
+    ("http://[0:0::1]:8000/", "http://[::1]:8000/", ()),
     ("/x", "http://127.0.0.2:8000/x", ()),
     ("x?127.1", "http://127.0.0.2:8000/a/x?127.1", ()),
     ("/foo%", "http://127.0.0.2:8000/foo%", ("location_percent",)),

@@ -156,7 +156,12 @@ def _surprises(text: str, href: str, base: str | None) -> tuple[str, ...]:
         elif _EXTRA_SLASHES.match(text):
             found.append("extra_slashes")
     host = _host(href)
-    if host[-1:].isdigit() and host not in text and _gives_host(text, href, base, host):
+    if (
+        host[-1:].isdigit()
+        and ":" not in host  # IPv6
+        and host not in text
+        and _gives_host(text, href, base, host)
+    ):
         # A WHATWG host that ends in a number is an IPv4 address, serialised dotted-decimal.
         found.append("ipv4_numeric")
     if "@" in text and "@" in href.split("/", 3)[2]:
