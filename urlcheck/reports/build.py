@@ -1,0 +1,58 @@
+"""A report from a job directory or results file, in one of the formats people read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from urlcheck.reports.aggregate import Aggregate, ReportData
+from urlcheck.reports.html import render_html
+from urlcheck.reports.junit import JUnitWriter
+from urlcheck.reports.markdown import render_markdown
+from urlcheck.reports.source import ResultsSource
+
+FORMATS = ("html", "markdown", "junit")
+_SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown"}
+
+
+def output_format(output: str) -> tuple[Path, str]:
+    """``FILE`` or ``FILE:FORMAT`` (as Scrapy's ``-o``); the format follows the suffix."""
+    name, colon, fmt = output.rpartition(":")
+    if colon and fmt in FORMATS and name:
+        return Path(name), fmt
+    path = Path(output)
+    if path.suffix.lower() == ".xml":
+        return path, "junit"
+    return path, _SUFFIXES.get(path.suffix.lower(), "html")
+
+
+def build_report(path: Path, *, failing_cap: int = 1000) -> ReportData:
+    source = ResultsSource.open(path)
+    proxies = source.proxies()
+    aggregate = Aggregate(failing_cap=failing_cap, proxies=proxies is not None)
+    for row in source.rows():
+        aggregate.add(row)
+    return aggregate.finish(
+        source=str(source.path),
+        bad_lines=source.bad_lines,
+        learned=source.hosts(),
+        proxies=proxies,
+    )
+
+
+def write_report(path: Path, output: Path, fmt: str, *, failing_cap: int = 1000) -> int:
+    """Write the report; returns the number of rows it covers."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "junit":
+        source = ResultsSource.open(path)
+        rows = 0
+        with output.open("wb") as out:
+            writer = JUnitWriter(out)
+            for row in source.rows():
+                rows += 1
+                writer.add(row)
+            writer.close()
+        return rows
+    data = build_report(path, failing_cap=failing_cap)
+    text = render_markdown(data) if fmt == "markdown" else render_html(data)
+    output.write_text(text, encoding="utf-8")
+    return data.rows

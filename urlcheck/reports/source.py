@@ -1,0 +1,97 @@
+"""Where a report reads from: a job directory or a results file, and the files beside it.
+
+A job directory holds ``results.jsonl``; ``proxies.json`` (the pool snapshot written at close)
+and ``hosts.json`` (per-host learned delays and availability) are read when they are there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RESULTS_FILE = "results.jsonl"
+PROXIES_FILE = "proxies.json"
+HOSTS_FILE = "hosts.json"
+
+
+class SourceError(Exception):
+    """The path is not something a report can be made from; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostInfo:
+    """What a job learned about one host, from ``hosts.json``."""
+
+    delay: float | None = None
+    unavailable: bool = False
+
+
+@dataclass
+class ResultsSource:
+    path: Path  # the results file
+    jobdir: Path | None = None
+    bad_lines: int = 0  # lines that are not a JSON object with a row (a crash's torn tail)
+
+    @classmethod
+    def open(cls, path: Path) -> ResultsSource:
+        if path.is_dir():
+            results = path / RESULTS_FILE
+            if not results.is_file():
+                raise SourceError(f"{path}: no {RESULTS_FILE} in this directory")
+            return cls(results, jobdir=path)
+        if not path.is_file():
+            raise SourceError(f"{path}: no such job directory or results file")
+        return cls(path)
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Each result line as a dict, in file order; unreadable lines are counted, not fatal."""
+        self.bad_lines = 0
+        with self.path.open("rb") as lines:
+            for line in lines:
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    self.bad_lines += 1
+                    continue
+                if not isinstance(row, dict) or not isinstance(row.get("row"), int):
+                    self.bad_lines += 1
+                    continue
+                yield row
+
+    def _sidecar(self, name: str) -> Any:
+        path = self.path.with_name(name)
+        if not path.is_file():
+            return None
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SourceError(f"{path}: not readable JSON: {exc}") from exc
+
+    def proxies(self) -> dict[str, Any] | None:
+        """The proxy pool snapshot written at close (docs/proxypool.md), if the crawl had one."""
+        data = self._sidecar(PROXIES_FILE)
+        return data if isinstance(data, dict) and isinstance(data.get("proxies"), list) else None
+
+    def hosts(self) -> dict[str, HostInfo]:
+        """Learned delays and unavailable hosts: ``{"hosts": {host: {"delay": s,
+        "unavailable": bool}}}`` (the ``hosts`` wrapper is optional)."""
+        data = self._sidecar(HOSTS_FILE)
+        if isinstance(data, dict) and isinstance(data.get("hosts"), dict):
+            data = data["hosts"]
+        if not isinstance(data, dict):
+            return {}
+        found: dict[str, HostInfo] = {}
+        for host, info in data.items():
+            if not isinstance(info, dict):
+                continue
+            delay = info.get("delay", info.get("learned_delay"))
+            found[str(host)] = HostInfo(
+                delay=float(delay) if isinstance(delay, int | float) else None,
+                unavailable=bool(info.get("unavailable")),
+            )
+        return found
