@@ -1,12 +1,13 @@
-"""Feed export for spreadsheets: ``-o results.csv`` gives flat columns, the chain as one
-readable cell, and no cell that a spreadsheet would run as a formula (CSV injection)."""
+"""Feed exports. For spreadsheets, ``-o results.csv`` gives flat columns, the chain as one
+readable cell, and no cell that a spreadsheet would run as a formula (CSV injection). For CI
+and tickets, ``-o report.md:markdown`` and ``-o junit.xml:junit`` (:mod:`urlcheck.reports`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from itemadapter import ItemAdapter
-from scrapy.exporters import CsvItemExporter
+from scrapy.exporters import BaseItemExporter, CsvItemExporter
 
 from urlcheck.results import Result
 
@@ -48,10 +49,53 @@ def flatten(item: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
+def as_dict(item: Any) -> dict[str, Any]:
+    """A result (or any item) as results.jsonl has it."""
+    return item.to_dict() if isinstance(item, Result) else ItemAdapter(item).asdict()
+
+
 class SafeCsvItemExporter(CsvItemExporter):
     def export_item(self, item: Any) -> None:
-        data = item.to_dict() if isinstance(item, Result) else ItemAdapter(item).asdict()
-        flat = flatten(data)
+        flat = flatten(as_dict(item))
         super().export_item(
             {k: neutralise(v) if isinstance(v, str) else v for k, v in flat.items()}
         )
+
+
+class MarkdownItemExporter(BaseItemExporter):
+    """``-o report.md:markdown``: the summary and the failing rows (docs/reports.md)."""
+
+    def __init__(self, file: BinaryIO, **kwargs: Any) -> None:
+        super().__init__(dont_fail=True, **kwargs)
+        from urlcheck.reports.aggregate import Aggregate  # reports import this module
+
+        self.file = file
+        self.aggregate = Aggregate()
+
+    def export_item(self, item: Any) -> None:
+        result = as_dict(item)
+        if isinstance(result.get("row"), int):
+            self.aggregate.add(result)
+
+    def finish_exporting(self) -> None:
+        from urlcheck.reports.markdown import render_markdown
+
+        self.file.write(render_markdown(self.aggregate.finish()).encode("utf-8"))
+
+
+class JUnitItemExporter(BaseItemExporter):
+    """``-o junit.xml:junit``: one testcase per row with an expected target (docs/reports.md)."""
+
+    def __init__(self, file: BinaryIO, **kwargs: Any) -> None:
+        super().__init__(dont_fail=True, **kwargs)
+        from urlcheck.reports.junit import JUnitWriter  # reports import this module
+
+        self.writer = JUnitWriter(file)
+
+    def export_item(self, item: Any) -> None:
+        result = as_dict(item)
+        if isinstance(result.get("row"), int):
+            self.writer.add(result)
+
+    def finish_exporting(self) -> None:
+        self.writer.close()

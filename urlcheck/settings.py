@@ -75,7 +75,12 @@ EXTENSIONS = {
 }
 
 # --- Feed exports (-o results.csv): flat columns, the chain in one readable cell -----------------
-FEED_EXPORTERS = {"csv": "urlcheck.exporters.SafeCsvItemExporter"}
+# -o report.md:markdown and -o junit.xml:junit: a summary with the failing rows, and a CI artefact.
+FEED_EXPORTERS = {
+    "csv": "urlcheck.exporters.SafeCsvItemExporter",
+    "markdown": "urlcheck.exporters.MarkdownItemExporter",
+    "junit": "urlcheck.exporters.JUnitItemExporter",
+}
 FEED_EXPORT_ENCODING = "utf-8"
 
 # Each callback returns one result or one next hop. Scrapy 2.19 starts CONCURRENT_ITEMS asyncio

@@ -130,15 +130,20 @@ class _Host:
         self.unavailable = False
 
 
-def _failed_checks(result: dict[str, Any]) -> list[str]:
-    reasons = [str(r) for r in result.get("reasons") or ()]
-    if result.get("loop"):
-        reasons.insert(0, "loop")
+def failed_checks(result: dict[str, Any], *, detail: bool = True) -> list[str]:
+    """Why a row failed: its error (with the message when ``detail``), a loop, then the
+    verdict's reasons that do not just repeat those."""
     error = result.get("error")
+    loop = bool(result.get("loop"))
+    repeats = {"loop", f"error_{error}"} if error else {"loop"}
+    found = []
     if error:
         message = result.get("error_message")
-        reasons.insert(0, f"{error}: {message}" if message else str(error))
-    return reasons
+        found.append(f"{error}: {message}" if detail and message else str(error))
+    if loop:
+        found.append("loop")
+    found.extend(str(r) for r in result.get("reasons") or () if r not in repeats)
+    return found
 
 
 class Aggregate:
@@ -275,7 +280,7 @@ class Aggregate:
         self.failing_total += 1
         if self._failing and len(self._failing) >= self.failing_cap and -self._failing[0][0] < row:
             return  # only the lowest row numbers are kept
-        reasons = _failed_checks(result)
+        reasons = failed_checks(result)
         if error:
             category = str(error)
         elif result.get("loop"):

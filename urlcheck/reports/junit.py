@@ -11,6 +11,7 @@ from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
 from urlcheck.exporters import chain_cell
+from urlcheck.reports.aggregate import failed_checks
 from urlcheck.urls import host_key
 
 # XML 1.0 has no way to write these, not even escaped.
@@ -53,12 +54,7 @@ class JUnitWriter:
         error = result.get("error")
         if result.get("verdict") == "fail" or error or result.get("loop"):
             self.failures += 1
-            reasons = [str(r) for r in result.get("reasons") or ()]
-            if result.get("loop"):
-                reasons.insert(0, "loop")
-            if error:
-                reasons.insert(0, str(error))
-            message = ", ".join(reasons) or "fail"
+            message = ", ".join(failed_checks(result, detail=False)) or "fail"
             detail = [
                 f"reasons: {message}",
                 f"expected: {expected}",
