@@ -3,6 +3,9 @@
 ``status`` reads meta.json (``--json`` for machines). ``pause``, ``resume`` and ``cancel`` write
 control.json, which the running crawl's JobControl extension polls every 500 ms. Exit codes:
 docs/jobs.md.
+
+``scrapy job report PATH -o FILE`` and ``scrapy job diff OLD NEW [-o FILE]`` read results
+(:mod:`urlcheck.reports`, docs/reports.md).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
@@ -182,13 +186,59 @@ def run_job_command(
         return ExitCode.INPUT_ERROR
 
 
+# --- report and diff (docs/reports.md) ----------------------------------------------------------
+
+REPORT_ACTIONS = ("report", "diff")
+DIFF_REGRESSED = 1  # `scrapy job diff`: something regressed (pass -> fail, 2xx -> 4xx/5xx, new error)
+
+
+def run_report(path: Path, output: str | None, *, out: TextIO, err: TextIO) -> int:
+    """``scrapy job report PATH [-o FILE[:FORMAT]]``: HTML by default, next to the results."""
+    from urlcheck.reports.build import output_format, write_report
+    from urlcheck.reports.source import SourceError
+
+    try:
+        default = (path if path.is_dir() else path.parent) / "report.html"
+        target, fmt = output_format(output) if output else (default, "html")
+        rows = write_report(path, target, fmt)
+    except (SourceError, OSError) as exc:
+        err.write(f"urlcheck: {exc}\n")
+        return ExitCode.INPUT_ERROR
+    out.write(f"{fmt} report of {rows:,} rows written to {target}\n")
+    return ExitCode.FINISHED
+
+
+def run_diff(old: Path, new: Path, output: str | None, *, out: TextIO, err: TextIO) -> int:
+    """``scrapy job diff OLD NEW [-o FILE]``: changed rows as a table (and JSON lines)."""
+    from urlcheck.reports.diff import DiffSummary, diff, format_change, format_summary
+    from urlcheck.reports.source import SourceError
+
+    try:
+        with Path(output).open("w", encoding="utf-8") if output else nullcontext() as lines:
+            regressed = False
+            for change in diff(old, new):
+                if isinstance(change, DiffSummary):
+                    out.write(format_summary(change) + "\n")
+                    regressed = change.regressed > 0
+                    continue
+                out.write(format_change(change) + "\n")
+                if lines is not None:
+                    lines.write(json.dumps(change.to_dict(), ensure_ascii=False) + "\n")
+    except (SourceError, OSError, ValueError) as exc:
+        err.write(f"urlcheck: {exc}\n")
+        return ExitCode.INPUT_ERROR
+    return DIFF_REGRESSED if regressed else ExitCode.FINISHED
+
+
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "status|pause|resume|cancel DIR [--json]"
+        return (
+            "status|pause|resume|cancel DIR [--json] | report PATH [-o FILE] | diff OLD NEW [-o FILE]"
+        )
 
     def short_desc(self) -> str:
         return "Show or control a urlcheck job (a JOBDIR): status, pause, resume, cancel"
@@ -197,16 +247,40 @@ class Command(ScrapyCommand):
         return (
             "status prints the job's state, progress, rate, ETA, hosts in back-off and last "
             "activity (--json for the same as JSON); pause, resume and cancel ask the crawl "
-            "running the job to do so within a second. Exit codes: docs/jobs.md."
+            "running the job to do so within a second. Exit codes: docs/jobs.md. "
+            "report writes a report of a job directory or results file (-o report.html, "
+            "report.md, junit.xml); diff lists the rows that changed between two runs (-o for "
+            "JSON lines) and exits 1 when one regressed: docs/reports.md."
         )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument("--json", dest="json", action="store_true", help="status: print JSON")
+        parser.add_argument(
+            "-o",
+            "--output",
+            dest="output",
+            metavar="FILE",
+            help="report: FILE[:html|markdown|junit]; diff: write the changes as JSON lines",
+        )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if args and args[0] in REPORT_ACTIONS:
+            self.exitcode = self._run_report(args, opts)
+            return
         if len(args) != 2 or args[0] not in ACTIONS:
             raise UsageError(f"expected one of {', '.join(ACTIONS)} and a job directory")
+        if opts.output:
+            raise UsageError("-o goes with report and diff")
         if opts.json and args[0] != "status":
             raise UsageError("--json goes with status only")
         self.exitcode = int(run_job_command(args[0], Path(args[1]), as_json=opts.json))
+
+    def _run_report(self, args: list[str], opts: argparse.Namespace) -> int:
+        if args[0] == "report" and len(args) == 2:
+            return run_report(Path(args[1]), opts.output, out=sys.stdout, err=sys.stderr)
+        if args[0] == "diff" and len(args) == 3:
+            return run_diff(
+                Path(args[1]), Path(args[2]), opts.output, out=sys.stdout, err=sys.stderr
+            )
+        raise UsageError("expected: report PATH [-o FILE] or diff OLD NEW [-o FILE]")

@@ -1,0 +1,179 @@
+"""What changed between two runs: rows matched by row number and URL.
+
+OLD is indexed in two compact arrays (byte offset and a hash of the compared fields, 16 bytes
+a row) rather than as objects, so a million-row diff stays small; an OLD line is parsed again
+only when its hash differs from the NEW line's.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from urlcheck.jobs.counts import status_class
+from urlcheck.reports.source import ResultsSource
+
+FIELDS = ("status", "final_url", "final_status", "verdict", "error")
+
+
+@dataclass(slots=True)
+class RowChange:
+    row: int
+    url: str
+    change: str  # changed, added (only in NEW) or removed (only in OLD)
+    fields: dict[str, list[Any]] = field(default_factory=dict)  # name -> [old, new]
+    regressions: list[str] = field(default_factory=list)
+
+    @property
+    def regressed(self) -> bool:
+        return bool(self.regressions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "row": self.row,
+            "url": self.url,
+            "change": self.change,
+            "regressed": self.regressed,
+            "fields": self.fields,
+            "regressions": self.regressions,
+        }
+
+
+@dataclass
+class DiffSummary:
+    compared: int = 0
+    changed: int = 0
+    regressed: int = 0
+    added: int = 0
+    removed: int = 0
+
+
+def _key(result: dict[str, Any]) -> int:
+    return hash(tuple(result.get(name) for name in ("url", *FIELDS)))
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(byte offset, result) for each readable result line."""
+    offset = 0
+    with path.open("rb") as lines:
+        for line in lines:
+            start, offset = offset, offset + len(line)
+            try:
+                result = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(result, dict) and isinstance(result.get("row"), int):
+                yield start, result
+
+
+def regressions(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    found = []
+    if old.get("verdict") == "pass" and new.get("verdict") == "fail":
+        found.append("verdict pass -> fail")
+    before, after = status_class(old.get("final_status")), status_class(new.get("final_status"))
+    if before == "2xx" and after in ("4xx", "5xx"):
+        found.append(f"final status {old['final_status']} -> {new['final_status']}")
+    if new.get("error") and new.get("error") != old.get("error"):
+        found.append(f"new error {new['error']}")
+    return found
+
+
+class _Index:
+    """Where each OLD row's line is, and a hash of what it said."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offsets = array("q")
+        self.keys = array("q")
+        self.rows = 0
+        for offset, result in _lines(path):
+            row = result["row"]
+            if row < 0:
+                continue
+            if row >= len(self.offsets):
+                grow = row + 1 - len(self.offsets)
+                self.offsets.extend([-1] * grow)
+                self.keys.extend([0] * grow)
+            if self.offsets[row] < 0:
+                self.rows += 1
+            self.offsets[row] = offset  # a later line for a row replaces an earlier one
+            self.keys[row] = _key(result)
+
+    def offset(self, row: int) -> int:
+        return self.offsets[row] if 0 <= row < len(self.offsets) else -1
+
+    def read(self, file: IO[bytes], offset: int) -> dict[str, Any]:
+        file.seek(offset)
+        result: dict[str, Any] = json.loads(file.readline())
+        return result
+
+
+def diff(old: Path, new: Path) -> Iterator[RowChange | DiffSummary]:
+    """Each changed, added or removed row, then the summary (last)."""
+    old_path, new_path = ResultsSource.open(old).path, ResultsSource.open(new).path
+    index = _Index(old_path)
+    summary = DiffSummary()
+    seen = bytearray(len(index.offsets))
+    with old_path.open("rb") as old_file:
+        for _, result in _lines(new_path):
+            row, url = result["row"], str(result.get("url") or "")
+            offset = index.offset(row)
+            if offset < 0:
+                summary.added += 1
+                yield RowChange(row, url, "added")
+                continue
+            seen[row] = 1
+            if index.keys[row] == _key(result):
+                summary.compared += 1
+                continue
+            before = index.read(old_file, offset)
+            if before.get("url") != result.get("url"):  # another URL on that row: not a match
+                summary.removed += 1
+                summary.added += 1
+                yield RowChange(row, str(before.get("url") or ""), "removed")
+                yield RowChange(row, url, "added")
+                continue
+            summary.compared += 1
+            fields = {
+                name: [before.get(name), result.get(name)]
+                for name in FIELDS
+                if before.get(name) != result.get(name)
+            }
+            if not fields:
+                continue
+            change = RowChange(row, url, "changed", fields, regressions(before, result))
+            summary.changed += 1
+            summary.regressed += change.regressed
+            yield change
+        for row, offset in enumerate(index.offsets):
+            if offset >= 0 and not seen[row]:
+                summary.removed += 1
+                yield RowChange(row, str(index.read(old_file, offset).get("url") or ""), "removed")
+    yield summary
+
+
+def _value(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def format_change(change: RowChange) -> str:
+    if change.change != "changed":
+        what = "only in the new run" if change.change == "added" else "only in the old run"
+    else:
+        what = "; ".join(
+            f"{name} {_value(old)} -> {_value(new)}" for name, (old, new) in change.fields.items()
+        )
+    flag = "REGRESSED" if change.regressed else ""
+    return f"{change.row:>7}  {flag:<9}  {change.url}\n{'':>18} {what}"
+
+
+def format_summary(summary: DiffSummary) -> str:
+    return (
+        f"{summary.compared:,} rows in both runs: {summary.changed:,} changed, "
+        f"{summary.regressed:,} regressed; {summary.added:,} only in the new run, "
+        f"{summary.removed:,} only in the old run"
+    )
