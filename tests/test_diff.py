@@ -93,7 +93,8 @@ def test_the_command_writes_json_lines_and_exits_1_on_a_regression(tmp_path):
     assert len(lines) == 7
     assert {line["row"] for line in lines if line["regressed"]} == {1, 2, 4}
     assert "REGRESSED" in out.getvalue()
-    assert out.getvalue().rstrip().endswith(
+    summary = out.getvalue().splitlines()[-1]
+    assert summary == (
         "5 rows in both runs: 4 changed, 3 regressed; 2 only in the new run, 1 only in the old run"
     )
     same = run_diff(old, old, None, out=io.StringIO(), err=err)

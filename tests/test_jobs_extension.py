@@ -185,11 +185,9 @@ def command(action: str, jobdir: Path, **kwargs: Any) -> tuple[ExitCode, str]:
 
 
 def test_config_defaults_and_validation() -> None:
-    assert JobControlConfig.from_settings(Settings()) == JobControlConfig(0.5, 30.0, 30.0)
-    config = JobControlConfig.from_settings(
-        Settings({"URLCHECK_JOB_POLL_INTERVAL": "0.25", "URLCHECK_PROGRESS_INTERVAL": 60})
-    )
-    assert (config.poll_interval, config.progress_interval) == (0.25, 60.0)
+    assert JobControlConfig.from_settings(Settings()) == JobControlConfig(0.5, 30.0)
+    config = JobControlConfig.from_settings(Settings({"URLCHECK_JOB_POLL_INTERVAL": "0.25"}))
+    assert config.poll_interval == 0.25
     for name, value, message in (
         (
             "URLCHECK_JOB_POLL_INTERVAL",
@@ -202,9 +200,9 @@ def test_config_defaults_and_validation() -> None:
             "setting URLCHECK_JOB_POLL_INTERVAL: expected a number of seconds > 0, got 0.0",
         ),
         (
-            "URLCHECK_PROGRESS_INTERVAL",
+            "URLCHECK_JOB_HEARTBEAT_INTERVAL",
             "inf",
-            "setting URLCHECK_PROGRESS_INTERVAL: expected a number of seconds > 0, got inf",
+            "setting URLCHECK_JOB_HEARTBEAT_INTERVAL: expected a number of seconds > 0, got inf",
         ),
         (
             "URLCHECK_JOB_HEARTBEAT_INTERVAL",
@@ -363,9 +361,11 @@ async def test_heartbeat_progress_and_back_off(
         URLCHECK_JOB_HEARTBEAT_INTERVAL=0.2,
         URLCHECK_PROGRESS_INTERVAL=0.2,
         URLCHECK_JOB_POLL_INTERVAL=0.1,
+        EXTENSIONS={EXTENSION: 0, "urlcheck.extensions.progress.Progress": 0},
     )
     items = Items(crawler)
     caplog.set_level(logging.INFO, logger="urlcheck.extensions.jobcontrol")
+    caplog.set_level(logging.INFO, logger="urlcheck.extensions.progress")
     crawl = asyncio.ensure_future(
         crawler.crawl_async(
             base=site.base, rows=30, jobdir=jobdir, paused_hosts=lambda: list(backoff)

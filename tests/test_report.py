@@ -24,20 +24,64 @@ def _hop(url, status, ms=10, kind=None):
 def _rows():
     a, b, c = "http://a.test", "http://b.test", "http://c.test"
     return [
-        result(1, f"{a}/1", expected=f"{a}/x", verdict="pass", status=301, final_status=200, final_url=f"{a}/x",
-               chain=[_hop(f"{a}/1", 301, 30, "path"), _hop(f"{a}/x", 200, 50)]),
-        result(2, f"{a}/2", expected=f"{a}/x", verdict="fail", status=302, final_status=200,
-               reasons=["temporary_redirect"],
-               chain=[_hop(f"{a}/2", 302, 70, "path"), _hop(f"{b}/x", 200, 5)]),
+        result(
+            1,
+            f"{a}/1",
+            expected=f"{a}/x",
+            verdict="pass",
+            status=301,
+            final_status=200,
+            final_url=f"{a}/x",
+            chain=[_hop(f"{a}/1", 301, 30, "path"), _hop(f"{a}/x", 200, 50)],
+        ),
+        result(
+            2,
+            f"{a}/2",
+            expected=f"{a}/x",
+            verdict="fail",
+            status=302,
+            final_status=200,
+            reasons=["temporary_redirect"],
+            chain=[_hop(f"{a}/2", 302, 70, "path"), _hop(f"{b}/x", 200, 5)],
+        ),
         result(3, f"{b}/3", status=404, chain=[_hop(f"{b}/3", 404, 7)]),
-        result(4, f"{c}/4", status=None, final_status=None, final_url=None, error="timeout",
-               error_message="took longer than 20 s", chain=[]),
-        result(5, f"{c}/5", status=None, final_status=None, final_url=None,
-               error="host_unavailable", chain=[]),
-        result(6, f"{a}/6", loop=True, status=301, final_status=None, final_url=None,
-               chain=[_hop(f"{a}/6", 301, 10, "path"), _hop(f"{a}/7", 301, 10, "path")]),
-        result(7, f"{b}/7", status=503, final_status=503, retries=3, retry_after=120,
-               chain=[_hop(f"{b}/7", 503, 9)]),
+        result(
+            4,
+            f"{c}/4",
+            status=None,
+            final_status=None,
+            final_url=None,
+            error="timeout",
+            error_message="took longer than 20 s",
+            chain=[],
+        ),
+        result(
+            5,
+            f"{c}/5",
+            status=None,
+            final_status=None,
+            final_url=None,
+            error="host_unavailable",
+            chain=[],
+        ),
+        result(
+            6,
+            f"{a}/6",
+            loop=True,
+            status=301,
+            final_status=None,
+            final_url=None,
+            chain=[_hop(f"{a}/6", 301, 10, "path"), _hop(f"{a}/7", 301, 10, "path")],
+        ),
+        result(
+            7,
+            f"{b}/7",
+            status=503,
+            final_status=503,
+            retries=3,
+            retry_after=120,
+            chain=[_hop(f"{b}/7", 503, 9)],
+        ),
     ]
 
 
@@ -83,7 +127,9 @@ def test_samples_are_capped_and_keep_the_lowest_rows():
 def test_long_chains_share_one_bucket():
     agg = Aggregate()
     for hops in (0, 3, 10, 14):
-        chain = [_hop(f"http://a.test/{n}", 301) for n in range(hops)] + [_hop("http://a.test/", 200)]
+        chain = [_hop(f"http://a.test/{n}", 301) for n in range(hops)] + [
+            _hop("http://a.test/", 200)
+        ]
         agg.add(result(hops + 1, chain=chain))
     buckets = dict(agg.finish().chain_lengths)
     assert buckets["10+"] == 2 and buckets["3"] == 1 and buckets["0"] == 1 and len(buckets) == 11
@@ -97,15 +143,35 @@ def test_job_directory_with_sidecars(tmp_path):
     )
     snapshot = {
         "proxies": [
-            {"id": "p1", "display": "127.0.0.1:3128", "state": "healthy", "weight": 1.0,
-             "success_rate": 0.9, "captcha_rate": 0.05, "block_rate": 0.0,
-             "latency_p50": 0.12, "quarantines": 1},
-            {"id": "p2", "display": "127.0.0.1:3129", "state": "quarantined", "weight": 0.2,
-             "success_rate": 0.2, "captcha_rate": None, "block_rate": 0.5,
-             "latency_p50": None, "quarantines": 3},
+            {
+                "id": "p1",
+                "display": "127.0.0.1:3128",
+                "state": "healthy",
+                "weight": 1.0,
+                "success_rate": 0.9,
+                "captcha_rate": 0.05,
+                "block_rate": 0.0,
+                "latency_p50": 0.12,
+                "quarantines": 1,
+            },
+            {
+                "id": "p2",
+                "display": "127.0.0.1:3129",
+                "state": "quarantined",
+                "weight": 0.2,
+                "success_rate": 0.2,
+                "captcha_rate": None,
+                "block_rate": 0.5,
+                "latency_p50": None,
+                "quarantines": 3,
+            },
         ],
-        "matrix": {"a.test": {"p1": {"outcomes": 10, "success_rate": 1.0},
-                              "p2": {"outcomes": 4, "success_rate": 0.25}}},
+        "matrix": {
+            "a.test": {
+                "p1": {"outcomes": 10, "success_rate": 1.0},
+                "p2": {"outcomes": 4, "success_rate": 0.25},
+            }
+        },
     }
     (job / "proxies.json").write_text(json.dumps(snapshot))
     data = build_report(job)
@@ -136,7 +202,9 @@ def test_html_is_self_contained_and_escapes_what_it_shows():
 
 def test_markdown_escapes_table_cells():
     agg = Aggregate()
-    agg.add(result(1, "http://a.test/a|b", verdict="fail", expected="http://a.test/", reasons=["x"]))
+    agg.add(
+        result(1, "http://a.test/a|b", verdict="fail", expected="http://a.test/", reasons=["x"])
+    )
     text = render_markdown(agg.finish())
     assert "| 1 | http://a.test/a\\|b |" in text
 

@@ -125,9 +125,7 @@ async def test_the_report_in_chromium(site, tmp_path, browser):
         for host in ("127.0.0.8", "127.0.0.9")
     }
 
-    failing = {
-        r["row"] for r in results if r["verdict"] == "fail" or r["error"] or r["loop"]
-    }
+    failing = {r["row"] for r in results if r["verdict"] == "fail" or r["error"] or r["loop"]}
     table_rows = browser.find_elements("css selector", "#failing-table tbody tr")
     assert {int(row.find_element("tag name", "td").text) for row in table_rows} == failing
     visible = lambda: sum(1 for row in table_rows if row.is_displayed())  # noqa: E731
@@ -140,9 +138,8 @@ async def test_the_report_in_chromium(site, tmp_path, browser):
         "s.dispatchEvent(new Event('change'));"
     )
     assert visible() == 1
-    assert [row for row in table_rows if row.is_displayed()][0].get_attribute(
-        "data-category"
-    ) == "loop"
+    shown = next(row for row in table_rows if row.is_displayed())
+    assert shown.get_attribute("data-category") == "loop"
     # Sorting by the row column, descending on the second click.
     header = browser.find_element("css selector", "#failing-table thead th")
     header.click()

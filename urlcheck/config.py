@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from urlcheck.backoff import BackoffConfig
@@ -25,6 +26,7 @@ __all__ = [
     "CheckConfig",
     "ConfigError",
     "JobControlConfig",
+    "MetricsConfig",
     "SettingsReader",
     "UrlcheckConfig",
     "resolve_user_agent",
@@ -95,7 +97,6 @@ class JobControlConfig:
 
     poll_interval: float = 0.5
     heartbeat_interval: float = 30.0
-    progress_interval: float = 30.0
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> JobControlConfig:
@@ -104,7 +105,6 @@ class JobControlConfig:
         for name, attr in (
             ("URLCHECK_JOB_POLL_INTERVAL", "poll_interval"),
             ("URLCHECK_JOB_HEARTBEAT_INTERVAL", "heartbeat_interval"),
-            ("URLCHECK_PROGRESS_INTERVAL", "progress_interval"),
         ):
             value = read.number(name, getattr(defaults, attr), minimum=None)
             if not (value > 0 and math.isfinite(value)):
@@ -120,6 +120,48 @@ class JobControlConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class MetricsConfig:
+    """Prometheus metrics of a running crawl (docs/reports.md); off when neither port nor
+    file is set."""
+
+    port: int | None = None
+    host: str = "127.0.0.1"
+    file: Path | None = None
+    interval: float = 5.0
+
+    @property
+    def enabled(self) -> bool:
+        return self.port is not None or self.file is not None
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> MetricsConfig:
+        read = SettingsReader(settings)
+        port = read.optional_integer("URLCHECK_METRICS_PORT", minimum=0)
+        if port is not None and port > 65535:
+            raise ConfigError(f"setting URLCHECK_METRICS_PORT: expected 0-65535, got {port}")
+        interval = read.number("URLCHECK_METRICS_INTERVAL", 5.0)
+        if not (interval > 0 and math.isfinite(interval)):
+            raise ConfigError(
+                f"setting URLCHECK_METRICS_INTERVAL: expected seconds > 0, got {interval}"
+            )
+        file = read.text("URLCHECK_METRICS_FILE", "")
+        return cls(
+            port=port,
+            host=read.text("URLCHECK_METRICS_HOST", "127.0.0.1"),
+            file=Path(file) if file else None,
+            interval=interval,
+        )
+
+
+def progress_interval(settings: BaseSettings) -> float:
+    """``URLCHECK_PROGRESS_INTERVAL``: seconds between progress lines, 0 for none."""
+    value = SettingsReader(settings).number("URLCHECK_PROGRESS_INTERVAL", 30.0)
+    if not math.isfinite(value):
+        raise ConfigError(f"setting URLCHECK_PROGRESS_INTERVAL: expected seconds, got {value}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
 class UrlcheckConfig:
     """Every urlcheck setting of one run, parsed."""
 
@@ -128,6 +170,8 @@ class UrlcheckConfig:
     backoff: BackoffConfig
     jobs: JobControlConfig
     proxies: ProxySettings | None  # None: no proxies configured, the crawl runs direct
+    metrics: MetricsConfig = MetricsConfig()
+    progress_interval: float = 30.0  # 0: no progress line
     body_max_bytes: int = 256 * 1024
     results_enabled: bool = True
 
@@ -141,6 +185,8 @@ class UrlcheckConfig:
             backoff=BackoffConfig.from_settings(settings),
             jobs=JobControlConfig.from_settings(settings),
             proxies=ProxySettings.from_settings(settings),
+            metrics=MetricsConfig.from_settings(settings),
+            progress_interval=progress_interval(settings),
             body_max_bytes=read.integer("URLCHECK_BODY_MAX_BYTES", 256 * 1024, minimum=1024),
             results_enabled=read.boolean("URLCHECK_RESULTS_ENABLED", True),
         )

@@ -69,6 +69,9 @@ ITEM_PIPELINES = {
 }
 EXTENSIONS = {
     "urlcheck.extensions.jobcontrol.JobControl": 100,
+    "urlcheck.extensions.progress.Progress": 110,
+    # Off (NotConfigured) unless URLCHECK_METRICS_PORT or URLCHECK_METRICS_FILE is set.
+    "urlcheck.extensions.metrics.Metrics": 520,
     "urlcheck.extensions.summary.Summary": 500,
     "urlcheck.extensions.proxyprobes.ProxyProbes": 510,
     "scrapy.extensions.telnet.TelnetConsole": None,

@@ -189,7 +189,9 @@ def run_job_command(
 # --- report and diff (docs/reports.md) ----------------------------------------------------------
 
 REPORT_ACTIONS = ("report", "diff")
-DIFF_REGRESSED = 1  # `scrapy job diff`: something regressed (pass -> fail, 2xx -> 4xx/5xx, new error)
+DIFF_REGRESSED = (
+    1  # `scrapy job diff`: something regressed (pass -> fail, 2xx -> 4xx/5xx, new error)
+)
 
 
 def run_report(path: Path, output: str | None, *, out: TextIO, err: TextIO) -> int:
@@ -237,7 +239,8 @@ class Command(ScrapyCommand):
 
     def syntax(self) -> str:
         return (
-            "status|pause|resume|cancel DIR [--json] | report PATH [-o FILE] | diff OLD NEW [-o FILE]"
+            "status|pause|resume|cancel DIR [--json] | report PATH [-o FILE] "
+            "| diff OLD NEW [-o FILE]"
         )
 
     def short_desc(self) -> str:

@@ -30,8 +30,7 @@ from urlcheck.jobs.files import (
     JobState,
     utc_iso,
 )
-from urlcheck.jobs.progress import Every, Heartbeat, RunRate
-from urlcheck.jobs.status import format_duration
+from urlcheck.jobs.progress import Heartbeat, RunRate
 from urlcheck.results import Result
 from urlcheck.runtime import runtime
 
@@ -74,7 +73,6 @@ class JobControl:
         now = clock()
         self._rate = RunRate(0, now)
         self._heartbeat = Heartbeat(config.heartbeat_interval, now)
-        self._progress = Every(config.progress_interval, now)
         self._task: AsyncioLoopingCall | LoopingCall | None = None
         self._last_control: Control | None = None
         self._control_error: str | None = None
@@ -164,8 +162,6 @@ class JobControl:
             hosts = self._backoff_hosts()
             if self._heartbeat.due(now, backoff=bool(hosts)):
                 self._write(now, hosts)
-            if self._progress.due(now):
-                self._log_progress(now, hosts)
         except (OSError, JobError):
             # A full disk or a hand-edited file must not stop pause/cancel from working.
             logger.exception("Job %s: could not update the job files", self.jobdir)
@@ -238,25 +234,6 @@ class JobControl:
         if stats is not None:
             stats.inc_value("urlcheck/job/meta_writes")
         return meta
-
-    def _log_progress(self, now: float, hosts: list[BackoffHost]) -> None:
-        assert self.context is not None
-        done, total = self.context.done_rows, self.context.total_rows
-        rate = self._rate.rate(done, now)
-        eta = self._rate.eta(done, total, now) if self.state is JobState.PROCESSING else None
-        active = internals.active_hosts(self.crawler.engine.downloader)
-        logger.info(
-            "Progress: %d/%d rows (%.1f%%), %s rows/min, ETA %s; "
-            "hosts: %d active, %d in back-off%s",
-            done,
-            total,
-            100.0 * done / total if total else 100.0,
-            "-" if rate is None else f"{rate:.1f}",
-            "-" if eta is None else format_duration(eta),
-            active,
-            len(hosts),
-            "; paused" if self.state is JobState.PAUSED else "",
-        )
 
     # --- control.json ----------------------------------------------------------------------
 

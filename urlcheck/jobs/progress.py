@@ -1,7 +1,9 @@
-"""Timing decisions of a running job, apart from Scrapy so they can be tested with a fake clock:
-its rate, when its heartbeat must be written, when a progress line is due."""
+"""Timing decisions of a running crawl, apart from Scrapy so they can be tested with a fake
+clock: its rate, when its heartbeat must be written, when a progress line is due, and the line."""
 
 from __future__ import annotations
+
+from urlcheck.jobs.status import format_duration
 
 
 class RunRate:
@@ -88,3 +90,24 @@ class Every:
             return False
         self._last = now
         return True
+
+
+def format_progress(
+    done: int,
+    total: int,
+    *,
+    rate: float | None,
+    eta: float | None,
+    active_hosts: int,
+    backoff_hosts: int,
+    paused: bool = False,
+) -> str:
+    """The progress line: ``Progress: 41250/100000 rows (41.2%), 312.5 rows/min, ETA 3h 08m;
+    hosts: 5 active, 1 in back-off``."""
+    return (
+        f"Progress: {done}/{total} rows ({100.0 * done / total if total else 100.0:.1f}%), "
+        f"{'-' if rate is None else f'{rate:.1f}'} rows/min, "
+        f"ETA {'-' if eta is None else format_duration(eta)}; "
+        f"hosts: {active_hosts} active, {backoff_hosts} in back-off"
+        f"{'; paused' if paused else ''}"
+    )

@@ -16,6 +16,7 @@ before the host back-off (560) and Scrapy's retry (550).
 from __future__ import annotations
 
 import logging
+import time
 from functools import partial
 from typing import TYPE_CHECKING, Self
 
@@ -48,6 +49,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _AUTH = b"Proxy-Authorization"
+# Signals for observers such as the metrics extension: proxy_acquired(seconds) after each
+# lease, proxy_released(proxy, outcome) with the proxy's display name and ok, soft, captcha,
+# block or error_<kind>.
+proxy_acquired = object()
+proxy_released = object()
 
 _ERROR_KINDS = {
     "timeout": ErrorKind.TIMEOUT,
@@ -104,11 +110,13 @@ class ProxyPoolMiddleware:
             self._route(request, proxy.url, proxy.auth_header, proxy.display)
             return
         site = request.meta.get("download_slot") or urlparse_cached(request).hostname or ""
+        started = time.perf_counter()
         try:
             lease = self.pool.acquire(site, self._sticky_key(request, site))
         except NoProxyAvailableError as exc:
             stats.inc_value("urlcheck/proxy/unavailable")
             raise IgnoreRequest(f"no proxy available: {exc}") from None
+        self.crawler.signals.send_catch_log(proxy_acquired, seconds=time.perf_counter() - started)
         request.meta[m.LEASE] = lease
         self._route(request, lease.proxy.url, lease.proxy.auth_header, lease.proxy.display)
         stats.inc_value("urlcheck/proxy/assigned")
@@ -145,7 +153,11 @@ class ProxyPoolMiddleware:
         )
         self.pool.release(lease, outcome)
         kind = found.kind or ("block" if response.status == 407 else None)
-        stats.inc_value(f"urlcheck/proxy/released/{kind or ('ok' if outcome.ok else 'soft')}")
+        released = kind or ("ok" if outcome.ok else "soft")
+        stats.inc_value(f"urlcheck/proxy/released/{released}")
+        self.crawler.signals.send_catch_log(
+            proxy_released, proxy=lease.proxy.display, outcome=released
+        )
         if kind is None:
             return response
         signature = found.signature or "proxy_auth"  # a 407 is the only undetected kind
@@ -185,6 +197,9 @@ class ProxyPoolMiddleware:
         stats = self.crawler.stats
         assert stats is not None
         stats.inc_value(f"urlcheck/proxy/released/error_{kind}")
+        self.crawler.signals.send_catch_log(
+            proxy_released, proxy=lease.proxy.display, outcome=f"error_{kind}"
+        )
 
 
 _STATE_STATS = {"quarantined": "quarantined", "dead": "dead", "degraded": "degraded"}

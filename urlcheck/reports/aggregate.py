@@ -398,7 +398,9 @@ class Aggregate:
         matrix = snapshot.get("matrix") or {}
         if not matrix:
             return None
-        names = {str(p.get("id")): str(p.get("display") or p.get("id")) for p in snapshot["proxies"]}
+        names = {
+            str(p.get("id")): str(p.get("display") or p.get("id")) for p in snapshot["proxies"]
+        }
         ids = list(names)
         busiest = sorted(
             matrix.items(), key=lambda item: -sum(c.get("outcomes", 0) for c in item[1].values())

@@ -71,7 +71,9 @@ def environment() -> Environment:
     return env
 
 
-def render_html(data: ReportData, *, title: str = "urlcheck report", now: datetime | None = None) -> str:
+def render_html(
+    data: ReportData, *, title: str = "urlcheck report", now: datetime | None = None
+) -> str:
     generated = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     template = environment().get_template("report.html.j2")
     return template.render(data=data, title=title, generated=generated)

@@ -5,7 +5,6 @@ temporary file so the counts the root element needs are known without holding th
 from __future__ import annotations
 
 import re
-import shutil
 import tempfile
 from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
@@ -41,15 +40,16 @@ class JUnitWriter:
         if not expected:
             return False
         url = str(result.get("url") or "")
-        seconds = sum(
-            (hop.get("ms") or 0) for hop in result.get("chain") or () if isinstance(hop, dict)
-        ) / 1000.0
+        seconds = (
+            sum((hop.get("ms") or 0) for hop in result.get("chain") or () if isinstance(hop, dict))
+            / 1000.0
+        )
         self.tests += 1
         self.seconds += seconds
         host = host_key(str(result.get("requested_url") or url)) or "invalid"
         self._cases.write(
             f"    <testcase classname={_attr(self.suite + '.' + host)} "
-            f"name={_attr('row ' + str(result.get('row')) + ': ' + url)} time=\"{seconds:.3f}\""
+            f'name={_attr("row " + str(result.get("row")) + ": " + url)} time="{seconds:.3f}"'
         )
         error = result.get("error")
         if result.get("verdict") == "fail" or error or result.get("loop"):
@@ -74,8 +74,7 @@ class JUnitWriter:
 
     def close(self) -> None:
         counts = (
-            f'tests="{self.tests}" failures="{self.failures}" errors="0" '
-            f'time="{self.seconds:.3f}"'
+            f'tests="{self.tests}" failures="{self.failures}" errors="0" time="{self.seconds:.3f}"'
         )
         head = (
             '<?xml version="1.0" encoding="UTF-8"?>\n'
