@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-from urlcheck.jobs.counts import STATUS_CLASSES, VERDICTS, status_class, verdict_key
+from urlcheck.jobs.counts import STATUS_CLASSES, VERDICTS, status_class
 from urlcheck.reports.source import HostInfo
 from urlcheck.urls import host_key
 
@@ -183,6 +183,7 @@ class Aggregate:
         self.proxy_rows: Counter[str] = Counter()
         self.proxy_site: dict[tuple[str, str], list[int]] = {}  # rows, captcha rows
         self._random = random.Random(0)  # reservoirs must not change between two reports
+        self._netlocs: dict[str, str] = {}
 
     def _host(self, host: str) -> _Host:
         stats = self.hosts.get(host)
@@ -200,47 +201,63 @@ class Aggregate:
             if slot < self.latency_samples:
                 stats.ms[slot] = ms
 
+    def _host_of(self, url: str) -> str:
+        netloc = url.partition("//")[2].partition("/")[0]
+        host = self._netlocs.get(netloc)
+        if host is None:
+            if len(self._netlocs) > 100_000:  # a cache, not a second copy of every host
+                self._netlocs.clear()
+            host = self._netlocs[netloc] = host_key(url)
+        return host
+
     def add(self, result: dict[str, Any]) -> None:
+        get = result.get
         self.rows += 1
-        first, final = result.get("status"), result.get("final_status")
-        verdict = result.get("verdict")
-        self.verdicts[verdict_key(verdict if isinstance(verdict, str) else None)] += 1
-        self.first_status[status_class(first if isinstance(first, int) else None)] += 1
-        self.final_status[status_class(final if isinstance(final, int) else None)] += 1
+        first, final, verdict = get("status"), get("final_status"), get("verdict")
+        error, loop, hops = get("error"), get("loop"), get("hops") or 0
+        self.verdicts[verdict if isinstance(verdict, str) else "none"] += 1
         if isinstance(first, int):
             self.first_codes[first] += 1
+            self.first_status[status_class(first)] += 1
+        else:
+            self.first_status["error"] += 1
         if isinstance(final, int):
             self.final_codes[final] += 1
-        hops = result.get("hops") or 0
+            self.final_status[status_class(final)] += 1
+        else:
+            self.final_status["error"] += 1
         self.chain_lengths[min(int(hops), CHAIN_BUCKETS)] += 1
         if hops:
             self.redirected += 1
-        if result.get("loop"):
+        if loop:
             self.loops += 1
-        if result.get("retries"):
+        retries = get("retries")
+        if retries:
             self.retried_rows += 1
-        if result.get("meta_refresh"):
+        if get("meta_refresh"):
             self.meta_refresh += 1
-        if result.get("expected"):
+        if get("expected"):
             self.with_expected += 1
-        for reason in result.get("reasons") or ():
-            self.reasons[str(reason)] += 1
-        checked = result.get("checked_at")
+        reasons = get("reasons")
+        if reasons:
+            for reason in reasons:
+                self.reasons[str(reason)] += 1
+        checked = get("checked_at")
         if isinstance(checked, str):
             if self.first_checked is None or checked < self.first_checked:
                 self.first_checked = checked
             if self.last_checked is None or checked > self.last_checked:
                 self.last_checked = checked
         row = int(result["row"])
-        url = str(result.get("url") or "")
-        error = result.get("error")
-        host = host_key(str(result.get("requested_url") or url))
-        chain = result.get("chain") or ()
+        url = str(get("url") or "")
+        host = self._host_of(str(get("requested_url") or url))
+        chain = get("chain") or ()
         if host:
             stats = self._host(host)
             stats.rows += 1
-            stats.retries += int(result.get("retries") or 0)
-            retry_after = result.get("retry_after")
+            if retries:
+                stats.retries += int(retries)
+            retry_after = get("retry_after")
             if isinstance(retry_after, int | float) and (
                 stats.retry_after is None or retry_after > stats.retry_after
             ):
@@ -255,17 +272,17 @@ class Aggregate:
                 self.hop_kinds[str(kind)] += 1
             ms = entry.get("ms")
             if isinstance(ms, int) and ms >= 0:
-                self._latency(host_key(str(entry.get("url") or "")), ms)
+                self._latency(self._host_of(str(entry.get("url") or "")), ms)
         if error:
             self.error_rows += 1
             kind = str(error)
             self.errors[kind] += 1
             samples = self.error_samples_by_kind.setdefault(kind, [])
             if len(samples) < self.error_samples:
-                samples.append((row, url, str(result.get("error_message") or "")))
-        if self.track_proxies and result.get("proxy"):
+                samples.append((row, url, str(get("error_message") or "")))
+        if self.track_proxies and get("proxy"):
             self._proxy(result, str(result["proxy"]), host, chain)
-        if verdict == "fail" or error or result.get("loop"):
+        if verdict == "fail" or error or loop:
             self._failing_row(result, row, url, error)
 
     def _proxy(self, result: dict[str, Any], proxy: str, host: str, chain: Any) -> None:

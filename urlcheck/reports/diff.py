@@ -18,6 +18,7 @@ from urlcheck.jobs.counts import status_class
 from urlcheck.reports.source import ResultsSource
 
 FIELDS = ("status", "final_url", "final_status", "verdict", "error")
+_DECODER = json.JSONDecoder()
 
 
 @dataclass(slots=True)
@@ -59,11 +60,12 @@ def _key(result: dict[str, Any]) -> int:
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(byte offset, result) for each readable result line."""
     offset = 0
+    decode = _DECODER.raw_decode  # json.loads, without its per-call checks
     with path.open("rb") as lines:
         for line in lines:
             start, offset = offset, offset + len(line)
             try:
-                result = json.loads(line)
+                result = decode(line.decode("utf-8", "replace"))[0]
             except ValueError:
                 continue
             if isinstance(result, dict) and isinstance(result.get("row"), int):
