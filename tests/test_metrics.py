@@ -19,8 +19,7 @@ from scrapy.utils.test import get_crawler
 
 from tests.conftest import FAST, crawl, project_settings, write_csv
 from tests.sitefixture import ProxyServer, SiteServer, running_proxies
-from urlcheck.config import ConfigError
-from urlcheck.config import MetricsConfig
+from urlcheck.config import ConfigError, MetricsConfig
 from urlcheck.extensions.metrics import Metrics
 from urlcheck.jobs.counts import status_class
 
