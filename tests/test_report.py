@@ -226,3 +226,17 @@ def test_the_report_command(tmp_path):
     done = scrapy_job("report", str(job), "-o", str(tmp_path / "j.xml"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert 'tests="2" failures="1"' in (tmp_path / "j.xml").read_text()
+
+
+def test_reports_do_not_import_scrapy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, urlcheck.reports.build, urlcheck.reports.diff\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('scrapy', 'twisted'))\n"
+        "print(bad)\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr

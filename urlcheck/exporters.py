@@ -4,15 +4,16 @@ and tickets, ``-o report.md:markdown`` and ``-o junit.xml:junit`` (:mod:`urlchec
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 from itemadapter import ItemAdapter
 from scrapy.exporters import BaseItemExporter, CsvItemExporter
 
+from urlcheck.reports.aggregate import Aggregate
+from urlcheck.reports.chaintext import chain_text
+from urlcheck.reports.junit import JUnitWriter
+from urlcheck.reports.markdown import render_markdown
 from urlcheck.results import Result
-
-if TYPE_CHECKING:
-    from urlcheck.results import Hop
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -22,21 +23,11 @@ def neutralise(value: str) -> str:
     return "'" + value if value.startswith(_FORMULA_START) else value
 
 
-def chain_cell(chain: list[Hop] | list[dict[str, Any]]) -> str:
-    steps = []
-    for entry in chain:
-        status = entry.get("status")
-        steps.append(
-            f"{status if status is not None else entry.get('error', 'error')} {entry['url']}"
-        )
-    return " -> ".join(steps)
-
-
 def flatten(item: dict[str, Any]) -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in item.items():
         if key == "chain":
-            flat[key] = chain_cell(value)
+            flat[key] = chain_text(value)
         elif key == "input" and isinstance(value, dict):
             for column, cell in value.items():
                 flat[f"input.{column}"] = cell
@@ -67,8 +58,6 @@ class MarkdownItemExporter(BaseItemExporter):
 
     def __init__(self, file: BinaryIO, **kwargs: Any) -> None:
         super().__init__(dont_fail=True, **kwargs)
-        from urlcheck.reports.aggregate import Aggregate  # reports import this module
-
         self.file = file
         self.aggregate = Aggregate()
 
@@ -78,8 +67,6 @@ class MarkdownItemExporter(BaseItemExporter):
             self.aggregate.add(result)
 
     def finish_exporting(self) -> None:
-        from urlcheck.reports.markdown import render_markdown
-
         self.file.write(render_markdown(self.aggregate.finish()).encode("utf-8"))
 
 
@@ -88,8 +75,6 @@ class JUnitItemExporter(BaseItemExporter):
 
     def __init__(self, file: BinaryIO, **kwargs: Any) -> None:
         super().__init__(dont_fail=True, **kwargs)
-        from urlcheck.reports.junit import JUnitWriter  # reports import this module
-
         self.writer = JUnitWriter(file)
 
     def export_item(self, item: Any) -> None:

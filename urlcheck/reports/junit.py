@@ -9,8 +9,8 @@ import tempfile
 from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
-from urlcheck.exporters import chain_cell
 from urlcheck.reports.aggregate import failed_checks
+from urlcheck.reports.chaintext import chain_text
 from urlcheck.urls import host_key
 
 # XML 1.0 has no way to write these, not even escaped.
@@ -59,7 +59,7 @@ class JUnitWriter:
                 f"reasons: {message}",
                 f"expected: {expected}",
                 f"final: {result.get('final_status') or '-'} {result.get('final_url') or '-'}",
-                f"chain: {chain_cell(result.get('chain') or [])}",
+                f"chain: {chain_text(result.get('chain') or [])}",
             ]
             if result.get("error_message"):
                 detail.append(f"error: {result['error_message']}")
