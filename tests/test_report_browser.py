@@ -154,3 +154,66 @@ async def test_the_report_in_chromium(site, tmp_path, browser):
     ]
     assert order == sorted(failing, reverse=True)
     assert Path(page).stat().st_size < 100_000
+
+
+@deferred_f_from_coro_f
+async def test_the_proxy_section_in_chromium(tmp_path, browser):
+    """A crawl through two real proxies, one of which the site answers with a captcha: the
+    report's proxy table and heatmap come from the proxies.json the crawl wrote."""
+    import json
+
+    from tests.sitefixture import ProxyServer, SiteServer, running_proxies
+
+    good, blocked = "127.0.0.33", "127.0.0.32"
+    with (
+        SiteServer(("127.0.0.3", "127.0.0.4"), log_path=tmp_path / "site.jsonl") as site,
+        running_proxies([ProxyServer(listen=h) for h in (blocked, good)]) as proxies,
+    ):
+        rows = [site.url("127.0.0.3", f"/by-client?blocked={blocked}&i={i}") for i in range(6)]
+        rows += [site.url("127.0.0.4", f"/ok?i={i}") for i in range(4)]
+        csv = write_csv(tmp_path / "in.csv", "url\n" + "\n".join(rows) + "\n")
+        results, _ = await crawl(
+            csv,
+            tmp_path / "job" / "results.jsonl",
+            **FAST,
+            URLCHECK_PROXIES=[p.url for p in proxies],
+            URLCHECK_PROXY_STICKY="none",
+            URLCHECK_PROXY_STRATEGY="round-robin",
+        )
+        names = {p.listen: p.address for p in proxies}
+    assert len(results) == 10
+    snapshot = json.loads((tmp_path / "job" / "proxies.json").read_text())
+    page = tmp_path / "report.html"
+    write_report(tmp_path / "job", page, "html")
+    browser.get(page.as_uri())
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+    table = {
+        row.get_attribute("data-proxy"): [td.text for td in row.find_elements("tag name", "td")]
+        for row in browser.find_elements("css selector", "#proxies-table tbody tr")
+    }
+    assert set(table) == set(names.values())
+    by_id = {p["display"]: p for p in snapshot["proxies"]}
+    for display, cells in table.items():
+        assert cells[1] == by_id[display]["state"]
+        assert cells[3] == str(sum(1 for r in results if r["proxy"] == display))
+    heat = browser.find_element("id", "heatmap-success")
+    sites = [th.text for th in heat.find_elements("css selector", "tbody th")]
+    assert "127.0.0.3" in sites and set(sites) <= set(snapshot["matrix"])
+    columns = [th.text for th in heat.find_elements("css selector", "thead th")][1:]
+    row = heat.find_elements("css selector", "tbody tr")[sites.index("127.0.0.3")]
+    values = dict(zip(columns, row.find_elements("tag name", "td"), strict=True))
+    ids = {p["display"]: p["id"] for p in snapshot["proxies"]}
+    for display, cell in values.items():
+        expected = snapshot["matrix"]["127.0.0.3"].get(ids[display])
+        if expected is None:
+            assert cell.get_attribute("data-value") == ""
+        else:
+            assert float(cell.get_attribute("data-value")) == round(expected["success_rate"], 3)
+    assert float(values[names[good]].get_attribute("data-value")) > float(
+        values[names[blocked]].get_attribute("data-value") or 0
+    )
+    # The captcha view: the blocked proxy met captchas on that site.
+    browser.find_element("css selector", "input[name=heat][value=captcha]").click()
+    captcha = browser.find_element("id", "heatmap-captcha")
+    assert captcha.is_displayed() and not heat.is_displayed()
