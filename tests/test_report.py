@@ -214,6 +214,22 @@ def test_output_formats():
     assert output_format("j.xml")[1] == "junit" and output_format("x.txt:markdown")[1] == "markdown"
 
 
+def test_a_job_and_a_title(tmp_path):
+    from urlcheck.jobs.files import JobMeta, JobState
+
+    job = tmp_path / "job"
+    write_results(job / "results.jsonl", _rows())
+    JobMeta(state=JobState.PAUSED, total_rows=20, done_rows=7).save(job)
+    out = io.StringIO()
+    code = run_report(job, str(tmp_path / "r.html"), out=out, err=out, title="Migration <b>")
+    assert code == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "<title>Migration &lt;b&gt;</title>" in page
+    assert "job paused, 7 of 20 rows checked" in page
+    run_report(job, str(tmp_path / "r.md"), out=out, err=out)
+    assert "7 of 20 rows checked (job paused): " in (tmp_path / "r.md").read_text()
+
+
 def test_the_report_command(tmp_path):
     job = tmp_path / "job"
     write_results(job / "results.jsonl", _rows())

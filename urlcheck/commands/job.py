@@ -194,7 +194,9 @@ DIFF_REGRESSED = (
 )
 
 
-def run_report(path: Path, output: str | None, *, out: TextIO, err: TextIO) -> int:
+def run_report(
+    path: Path, output: str | None, *, out: TextIO, err: TextIO, title: str | None = None
+) -> int:
     """``scrapy job report PATH [-o FILE[:FORMAT]]``: HTML by default, next to the results."""
     from urlcheck.reports.build import output_format, write_report
     from urlcheck.reports.source import SourceError
@@ -202,7 +204,7 @@ def run_report(path: Path, output: str | None, *, out: TextIO, err: TextIO) -> i
     try:
         default = (path if path.is_dir() else path.parent) / "report.html"
         target, fmt = output_format(output) if output else (default, "html")
-        rows = write_report(path, target, fmt)
+        rows = write_report(path, target, fmt, title=title)
     except (SourceError, OSError) as exc:
         err.write(f"urlcheck: {exc}\n")
         return ExitCode.INPUT_ERROR
@@ -266,6 +268,7 @@ class Command(ScrapyCommand):
             metavar="FILE",
             help="report: FILE[:html|markdown|junit]; diff: write the changes as JSON lines",
         )
+        parser.add_argument("--title", help="report: the title (default: urlcheck report)")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args and args[0] in REPORT_ACTIONS:
@@ -273,15 +276,17 @@ class Command(ScrapyCommand):
             return
         if len(args) != 2 or args[0] not in ACTIONS:
             raise UsageError(f"expected one of {', '.join(ACTIONS)} and a job directory")
-        if opts.output:
-            raise UsageError("-o goes with report and diff")
+        if opts.output or opts.title:
+            raise UsageError("-o and --title go with report and diff")
         if opts.json and args[0] != "status":
             raise UsageError("--json goes with status only")
         self.exitcode = int(run_job_command(args[0], Path(args[1]), as_json=opts.json))
 
     def _run_report(self, args: list[str], opts: argparse.Namespace) -> int:
         if args[0] == "report" and len(args) == 2:
-            return run_report(Path(args[1]), opts.output, out=sys.stdout, err=sys.stderr)
+            return run_report(
+                Path(args[1]), opts.output, out=sys.stdout, err=sys.stderr, title=opts.title
+            )
         if args[0] == "diff" and len(args) == 3:
             return run_diff(
                 Path(args[1]), Path(args[2]), opts.output, out=sys.stdout, err=sys.stderr

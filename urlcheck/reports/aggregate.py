@@ -107,6 +107,8 @@ class ReportData:
     failing_total: int
     proxies: list[ProxyRow] = field(default_factory=list)
     heatmap: Heatmap | None = None
+    job_state: str | None = None  # from the job's meta.json
+    input_rows: int | None = None  # rows in the job's input, checked or not
 
     @property
     def failing_shown(self) -> int:

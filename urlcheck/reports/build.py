@@ -31,15 +31,21 @@ def build_report(path: Path, *, failing_cap: int = 1000) -> ReportData:
     aggregate = Aggregate(failing_cap=failing_cap, proxies=proxies is not None)
     for row in source.rows():
         aggregate.add(row)
-    return aggregate.finish(
+    data = aggregate.finish(
         source=str(source.path),
         bad_lines=source.bad_lines,
         learned=source.hosts(),
         proxies=proxies,
     )
+    job = source.job()
+    if job is not None:
+        data.job_state, data.input_rows = job
+    return data
 
 
-def write_report(path: Path, output: Path, fmt: str, *, failing_cap: int = 1000) -> int:
+def write_report(
+    path: Path, output: Path, fmt: str, *, failing_cap: int = 1000, title: str | None = None
+) -> int:
     """Write the report; returns the number of rows it covers."""
     output.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "junit":
@@ -53,6 +59,9 @@ def write_report(path: Path, output: Path, fmt: str, *, failing_cap: int = 1000)
             writer.close()
         return rows
     data = build_report(path, failing_cap=failing_cap)
-    text = render_markdown(data) if fmt == "markdown" else render_html(data)
+    title = title or "urlcheck report"
+    text = (
+        render_markdown(data, title=title) if fmt == "markdown" else render_html(data, title=title)
+    )
     output.write_text(text, encoding="utf-8")
     return data.rows

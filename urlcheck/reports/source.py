@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from urlcheck.jobs.errors import JobError
+from urlcheck.jobs.files import JobMeta
+
 RESULTS_FILE = "results.jsonl"
 PROXIES_FILE = "proxies.json"
 HOSTS_FILE = "hosts.json"
@@ -75,6 +78,14 @@ class ResultsSource:
             return json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise SourceError(f"{path}: not readable JSON: {exc}") from exc
+
+    def job(self) -> tuple[str, int] | None:
+        """The job's state and its input's row count (meta.json), when the results are a job's."""
+        try:
+            meta = JobMeta.load(self.path.parent)
+        except JobError:
+            return None
+        return None if meta is None else (meta.state.value, meta.total_rows)
 
     def proxies(self) -> dict[str, Any] | None:
         """The proxy pool snapshot written at close (docs/proxypool.md), if the crawl had one."""
