@@ -139,7 +139,14 @@ def test_job_directory_with_sidecars(tmp_path):
     job = tmp_path / "job"
     write_results(job / "results.jsonl", _rows(), tail='{"row": 9, "url": "tor')
     (job / "hosts.json").write_text(
-        json.dumps({"hosts": {"b.test": {"delay": 1.5}, "a.test": {"unavailable": True}}})
+        json.dumps(
+            {
+                "hosts": {
+                    "b.test": {"delay": 1.5, "backoff_seconds": 90},
+                    "a.test": {"unavailable": True},
+                }
+            }
+        )
     )
     snapshot = {
         "proxies": [
@@ -178,13 +185,14 @@ def test_job_directory_with_sidecars(tmp_path):
     assert data.bad_lines == 1 and data.rows == 7
     hosts = {h.host: h for h in data.hosts}
     assert hosts["b.test"].delay == 1.5 and hosts["a.test"].unavailable
+    assert hosts["b.test"].backoff_seconds == 90
     assert data.unavailable_hosts == 2
     assert [p.display for p in data.proxies] == ["127.0.0.1:3128", "127.0.0.1:3129"]
     assert data.proxies[0].latency_p50_ms == 120
     assert data.heatmap is not None
     assert data.heatmap.sites == ["a.test"] and data.heatmap.success == [[1.0, 0.25]]
     page = render_html(data)
-    assert 'id="heatmap-success"' in page and "learned delay" in page
+    assert 'id="heatmap-success"' in page and "learned delay" in page and "back-off (s)" in page
     assert "1 unreadable line" in page
 
 

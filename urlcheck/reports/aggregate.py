@@ -45,6 +45,7 @@ class HostRow:
     median_ms: float | None
     delay: float | None  # learned delay (hosts.json), seconds
     unavailable: bool
+    backoff_seconds: float | None = None  # time in back-off (hosts.json)
 
 
 @dataclass(slots=True)
@@ -339,6 +340,7 @@ class Aggregate:
                     median_ms=float(median(stats.ms)) if stats.ms else None,
                     delay=info.delay,
                     unavailable=stats.unavailable or info.unavailable,
+                    backoff_seconds=info.backoff_seconds,
                 )
             )
         # Unavailable hosts, then the slowest, then the busiest.

@@ -33,6 +33,7 @@ class HostInfo:
 
     delay: float | None = None
     unavailable: bool = False
+    backoff_seconds: float | None = None  # time the host spent in back-off
 
 
 @dataclass
@@ -93,8 +94,8 @@ class ResultsSource:
         return data if isinstance(data, dict) and isinstance(data.get("proxies"), list) else None
 
     def hosts(self) -> dict[str, HostInfo]:
-        """Learned delays and unavailable hosts: ``{"hosts": {host: {"delay": s,
-        "unavailable": bool}}}`` (the ``hosts`` wrapper is optional)."""
+        """Learned delays, back-off time and unavailable hosts: ``{"hosts": {host: {"delay":
+        s, "backoff_seconds": s, "unavailable": bool}}}`` (the ``hosts`` wrapper is optional)."""
         data = self._sidecar(HOSTS_FILE)
         if isinstance(data, dict) and isinstance(data.get("hosts"), dict):
             data = data["hosts"]
@@ -105,8 +106,10 @@ class ResultsSource:
             if not isinstance(info, dict):
                 continue
             delay = info.get("delay", info.get("learned_delay"))
+            backoff = info.get("backoff_seconds")
             found[str(host)] = HostInfo(
                 delay=float(delay) if isinstance(delay, int | float) else None,
                 unavailable=bool(info.get("unavailable")),
+                backoff_seconds=float(backoff) if isinstance(backoff, int | float) else None,
             )
         return found
