@@ -264,3 +264,30 @@ def test_reports_do_not_import_scrapy():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_junit_survives_what_xml_cannot_hold(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    from urlcheck.reports.junit import JUnitWriter
+
+    path = tmp_path / "j.xml"
+    with path.open("wb") as out:
+        writer = JUnitWriter(out)
+        writer.add(
+            result(
+                1,
+                'http://a.test/"<&>',
+                expected="http://a.test/\x01",
+                verdict="fail",
+                reasons=["final_url_mismatch"],
+                error_message="bad \x00 byte",
+            )
+        )
+        writer.add(result(2))  # no target: not a test
+        writer.close()
+    root = ET.parse(path).getroot()
+    [case] = root.iter("testcase")
+    assert case.get("name") == 'row 1: http://a.test/"<&>'
+    assert "expected: http://a.test/\ufffd" in case.find("failure").text
+    assert root.get("tests") == "1" and root.get("failures") == "1"
