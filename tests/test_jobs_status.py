@@ -6,7 +6,7 @@ import pytest
 
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
 from urlcheck.jobs.files import BackoffHost, JobMeta, JobState, utc_iso
-from urlcheck.jobs.progress import Every, Heartbeat, RunRate
+from urlcheck.jobs.progress import Heartbeat, RunRate
 from urlcheck.jobs.status import STUCK_AFTER_SECONDS, derive_status, format_duration, format_status
 
 NOW = 1_700_000_000.0
@@ -127,17 +127,6 @@ def test_heartbeat_writes_only_with_activity_or_backoff() -> None:
     assert beat.last_activity == 80.0
     beat.wrote(80.0)
     assert not beat.due(100.0, backoff=True)  # not more often than the interval
-
-
-def test_every() -> None:
-    tick = Every(30.0, now=0.0)
-    assert [tick.due(t) for t in (10.0, 30.0, 45.0, 59.0, 60.0)] == [
-        False,
-        True,
-        False,
-        False,
-        True,
-    ]
 
 
 # --- exit codes -------------------------------------------------------------------------------

@@ -78,20 +78,6 @@ class Heartbeat:
         self._active_since_write = False
 
 
-class Every:
-    """True once per ``interval`` seconds."""
-
-    def __init__(self, interval: float, now: float) -> None:
-        self.interval = interval
-        self._last = now
-
-    def due(self, now: float) -> bool:
-        if now - self._last < self.interval:
-            return False
-        self._last = now
-        return True
-
-
 def format_progress(
     done: int,
     total: int,
