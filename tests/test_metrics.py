@@ -162,3 +162,26 @@ async def test_proxy_metrics(tmp_path):
         ]
         assert sorted(states) == [0, 0, 0, 0, 1]
     assert value(final, "urlcheck_proxy_captcha_ratio", proxy=names[blocked]) > 0
+
+
+def test_a_port_in_use_is_logged_and_the_crawl_goes_on(tmp_path, caplog):
+    import logging
+    import socket
+
+    from urlcheck.runtime import runtime
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        crawler = get_crawler(
+            Spider,
+            {"URLCHECK_METRICS_PORT": port, "URLCHECK_METRICS_FILE": str(tmp_path / "m.prom")},
+        )
+        extension = Metrics(crawler, runtime(crawler))
+        with caplog.at_level(logging.ERROR, logger="urlcheck.extensions.metrics"):
+            extension.spider_opened()
+        assert extension.server is None
+        assert f"cannot serve on 127.0.0.1 port {port}" in caplog.text
+        extension.spider_closed()
+    assert "urlcheck_rows_total 0.0" in (tmp_path / "m.prom").read_text()
