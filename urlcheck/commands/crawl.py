@@ -37,9 +37,7 @@ def exit_code(crawler: Crawler) -> ExitCode:
         return exit_code_for(meta)
     if reason == "cancelled":
         return ExitCode.CANCELLED
-    spider = crawler.spider
-    complete = reason == "finished" and getattr(spider, "complete", True)
-    if not complete:
+    if reason != "finished":
         return ExitCode.PAUSED
     if stats.get("urlcheck/verdict/fail"):
         return ExitCode.FAILED_VERDICTS

@@ -1,31 +1,38 @@
-"""One process per job: an exclusive ``flock`` on DIR/job.lock.
+"""One process per job: an exclusive OS lock on DIR/job.lock, through `filelock`.
 
-The kernel drops a flock when its holder exits for any reason, SIGKILL included, so a crashed
-job never needs a stale lock cleaned up. The holder's pid is written into the file only to name
-it in the error; the lock itself is the flock, never the file's existence or content.
+The OS drops the lock when its holder exits for any reason, SIGKILL included, so a crashed job
+never needs a stale lock cleaned up. The holder's pid is written into the file only to name it
+in the error; the lock itself is the OS lock, never the file's existence or content.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import time
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from filelock import FileLock, Timeout
+
 from urlcheck.jobs.errors import JobLockedError
 
 LOCK_FILE = "job.lock"
+_POLL = 0.02  # seconds between tries during a grace period
 
 
-def _read_pid(fd: int) -> int | None:
+def _read_pid(path: Path) -> int | None:
     try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        text = path.read_bytes()[:32].decode("ascii", "replace").strip()
     except OSError:
         return None
     return int(text) if text.isdigit() else None
+
+
+def _write_pid(fd: int) -> None:
+    # Called by filelock with the locked descriptor, right after each acquire.
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
 
 
 class JobLock:
@@ -38,42 +45,26 @@ class JobLock:
     def __init__(self, jobdir: Path | str) -> None:
         self.jobdir = Path(jobdir)
         self.path = self.jobdir / LOCK_FILE
-        self._fd: int | None = None
+        self._lock = FileLock(self.path, on_acquired=_write_pid)
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
+        return self._lock.is_locked
 
     def acquire(self, *, grace: float = 0.25) -> None:
-        if self._fd is not None:
+        if self._lock.is_locked:
             raise RuntimeError(f"{self.path} is already held by this JobLock")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        deadline = time.monotonic() + grace
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    pid = _read_pid(fd)
-                    os.close(fd)
-                    raise JobLockedError(self.jobdir, pid) from None
-                time.sleep(0.02)
-            except BaseException:
-                os.close(fd)
-                raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-        self._fd = fd
+        try:
+            self._lock.acquire(timeout=grace, poll_interval=_POLL)
+        except Timeout:
+            raise JobLockedError(self.jobdir, _read_pid(self.path)) from None
 
     def release(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is None:
+        if not self._lock.is_locked:
             return
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        with contextlib.suppress(OSError):  # a stale pid would only mislead a reader
+            os.truncate(self.path, 0)
+        self._lock.release()
 
     def __enter__(self) -> Self:
         self.acquire()
@@ -95,17 +86,13 @@ def lock_holder(jobdir: Path | str) -> int | None:
     period covers a crawl that starts at that very moment.
     """
     path = Path(jobdir) / LOCK_FILE
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
+    if not path.exists():
         return None
+    probe = FileLock(path)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _read_pid(fd)
-            return pid if pid is not None else 0
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+        probe.acquire(blocking=False)
+    except Timeout:
+        pid = _read_pid(path)
+        return pid if pid is not None else 0
+    probe.release()
+    return None
