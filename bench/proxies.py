@@ -34,9 +34,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.servers.proxylauncher import ProxyServer, running_proxies  # noqa: E402
 from urlcheck import settings as project_settings  # noqa: E402
 from urlcheck.demo.launcher import SiteServer  # noqa: E402
-from urlcheck.demo.proxylauncher import ProxyServer, running_proxies  # noqa: E402
 
 DELAY = 0.05  # both crawls; quick, and the same politeness for both
 BLOCKING = "127.0.0.2"  # blocks BLOCKED with captcha (and block) pages

@@ -1,4 +1,4 @@
-"""Crawls through real forward proxies on loopback (urlcheck/demo/proxy.py), each with its own
+"""Crawls through real forward proxies on loopback (tests/servers/proxy.py), each with its own
 egress address, against a test site that answers by the proxy's address."""
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from tests.servers.proxy import _loopback, _parse_args
+from tests.servers.proxylauncher import ProxyServer, running_proxies, unused_port
 from tests.sitefixture import SiteServer
 from urlcheck.demo.pages import DOWN_PAGES, NORMAL_PAGE, PAGES
-from urlcheck.demo.proxy import _loopback, _parse_args
-from urlcheck.demo.proxylauncher import ProxyServer, running_proxies, unused_port
 from urlcheck.detection import NOT_DETECTED, Detection, detect, header_map
 
 SITE_A, SITE_B = "127.0.0.2", "127.0.0.3"
@@ -473,7 +473,7 @@ def test_origin_form_requests_are_not_proxied(proxies: dict[str, ProxyServer]) -
 
 def test_the_command_refuses_a_non_loopback_listen_address() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "urlcheck.demo.proxy", "--listen", "0.0.0.0"],
+        [sys.executable, "-m", "tests.servers.proxy", "--listen", "0.0.0.0"],
         capture_output=True,
         timeout=30,
         check=False,

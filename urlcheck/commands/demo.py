@@ -1,10 +1,16 @@
-"""``scrapy demo``: serve the bundled demo site on loopback, check examples/demo.csv against
-it as a job, print a short summary and where the results are. Needs no internet."""
+"""``urlcheck demo`` (``scrapy demo``): serve the bundled demo site on 127.0.0.1, check the bundled
+demo CSV against it as a job, print a short summary and where the results are. Needs no internet.
+
+The demo hosts are names under ``localhost`` (``old.localhost``, ``new.localhost``,
+``busy.localhost``), all on 127.0.0.1: distinct hosts to the crawl, so they are checked in parallel,
+on any platform (macOS has no 127.0.0.2). :mod:`urlcheck.demo.resolver` resolves them.
+"""
 
 from __future__ import annotations
 
 import json
 import socket
+from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,19 +18,33 @@ from scrapy.commands import ScrapyCommand
 
 from urlcheck.commands.crawl import exit_code
 from urlcheck.demo.launcher import SiteServer
+from urlcheck.demo.resolver import LOOPBACK
 
 if TYPE_CHECKING:
     import argparse
 
-DEMO_HOSTS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
-DEMO_PORT = 8741  # the port examples/demo.csv names
-DEMO_CSV = Path(__file__).resolve().parents[2] / "examples" / "demo.csv"
+    from scrapy.settings import BaseSettings
+
+DEMO_HOSTS = ("old.localhost", "new.localhost", "busy.localhost")
+DEMO_PORT = 8741  # the port the demo CSV names
+DEMO_CSV = files("urlcheck.demo") / "data" / "demo.csv"
+
+
+def use_urlcheck_settings(settings: BaseSettings) -> None:
+    """Outside the checkout, ``scrapy demo`` (an entry point) has no project: use urlcheck's."""
+    if "urlcheck.spiders" not in settings.getlist("SPIDER_MODULES"):
+        settings.setmodule("urlcheck.settings", priority="project")
+
+
+def demo_csv(port: int) -> str:
+    """The demo CSV's text, naming `port`."""
+    return DEMO_CSV.read_text("utf-8").replace(f":{DEMO_PORT}/", f":{port}/")
 
 
 def _port_free(port: int) -> bool:
     with socket.socket() as sock:
         try:
-            sock.bind((DEMO_HOSTS[0], port))
+            sock.bind((LOOPBACK, port))
         except OSError:
             return False
     return True
@@ -34,7 +54,15 @@ class Command(ScrapyCommand):
     requires_project = True
 
     def short_desc(self) -> str:
-        return "Check examples/demo.csv against a bundled demo site on loopback"
+        return "Check a demo CSV against a bundled demo site on 127.0.0.1 (no internet needed)"
+
+    def long_desc(self) -> str:
+        return (
+            "Serves a small site with redirects, chains, a loop, missing pages and a rate-limited "
+            f"host on 127.0.0.1 (as {', '.join(DEMO_HOSTS)}), checks eleven URLs against it as a "
+            "job in --jobdir, and prints one line per URL. Exit code 3: the demo has failing "
+            "verdicts on purpose."
+        )
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
@@ -45,21 +73,27 @@ class Command(ScrapyCommand):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
         assert self.settings is not None
+        use_urlcheck_settings(self.settings)
         self.jobdir = Path(opts.jobdir)
         self.settings.set("JOBDIR", str(self.jobdir), priority="cmdline")
+        self.settings.set(
+            "TWISTED_DNS_RESOLVER", "urlcheck.demo.resolver.LocalhostResolver", priority="cmdline"
+        )
         # The demo's rate-limited host asks for 2 s; a 30 s schedule would only make you wait.
         self.settings.set("URLCHECK_BACKOFF_BASE", 2, priority="cmdline")
         self.settings.set("LOG_LEVEL", self.settings.get("LOG_LEVEL", "INFO"), priority="cmdline")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.crawler_process is not None
-        csv = DEMO_CSV
-        with SiteServer(DEMO_HOSTS, port=DEMO_PORT if _port_free(DEMO_PORT) else 0) as site:
-            if site.port != DEMO_PORT:  # port taken: check a copy that names the new one
-                self.jobdir.mkdir(parents=True, exist_ok=True)
-                csv = self.jobdir / "demo.csv"
-                csv.write_text(DEMO_CSV.read_text().replace(f":{DEMO_PORT}/", f":{site.port}/"))
-            print(f"Demo site on {', '.join(DEMO_HOSTS)} port {site.port}; checking {csv}")
+        port = DEMO_PORT if _port_free(DEMO_PORT) else 0
+        with SiteServer((LOOPBACK,), port=port) as site:
+            self.jobdir.mkdir(parents=True, exist_ok=True)
+            csv = self.jobdir / "demo.csv"
+            csv.write_text(demo_csv(site.port), "utf-8")
+            print(
+                f"Demo site on {LOOPBACK} port {site.port} as {', '.join(DEMO_HOSTS)}; "
+                f"checking {csv}"
+            )
             crawler = self.crawler_process.create_crawler("check")
             self.crawler_process.crawl(crawler, csv=str(csv))
             self.crawler_process.start()

@@ -1,5 +1,5 @@
-"""Run the demo site or a demo proxy in a subprocess, for the demo command, the tests and the
-benchmark; both ends of their ``READY <port>`` start-up protocol."""
+"""Run the demo site (or the tests' proxy) in a subprocess, for the demo command, the tests and
+the benchmark; both ends of their ``READY <port>`` start-up protocol."""
 
 from __future__ import annotations
 
@@ -53,13 +53,14 @@ async def _serve_until_signal(start: Awaitable[_Listening]) -> None:
         running.close()
 
 
-class _ServerProcess:
-    """``python -m urlcheck.demo.<kind>`` as a context manager: started on enter, stopped on exit.
+class ServerProcess:
+    """``python -m <module>`` as a context manager: started on enter, stopped on exit.
 
     Every request is logged; without `log_path` the log goes to a temporary file removed on exit.
     """
 
-    kind: ClassVar[str]  # "site" or "proxy": the module to run, and the name in messages
+    module: ClassVar[str]  # the module to run
+    kind: ClassVar[str]  # its name in messages
 
     def __init__(self, log_path: Path | None, port: int, start_timeout: float) -> None:
         self._requested_port = port
@@ -120,7 +121,7 @@ class _ServerProcess:
         if self._log_path is None:
             self._tempdir = tempfile.TemporaryDirectory(prefix=f"urlcheck-{self.kind}-")
             self._log_path = Path(self._tempdir.name) / "requests.jsonl"
-        command = [sys.executable, "-m", f"urlcheck.demo.{self.kind}", *self._arguments()]
+        command = [sys.executable, "-m", self.module, *self._arguments()]
         command += ["--port", str(self._requested_port), "--log", str(self._log_path)]
         self._process = subprocess.Popen(command, stdout=subprocess.PIPE, env=self._environment())
 
@@ -176,12 +177,13 @@ class _ServerProcess:
         self.stop()
 
 
-class SiteServer(_ServerProcess):
+class SiteServer(ServerProcess):
     """``python -m urlcheck.demo.site`` as a context manager: started on enter, stopped on exit.
 
     Every request is logged; without `log_path` the log goes to a temporary file removed on exit.
     """
 
+    module = "urlcheck.demo.site"
     kind = "site"
 
     def __init__(

@@ -35,6 +35,7 @@ from urlcheck.demo.wire import (
     encode_head,
     http_date,
     read_request,
+    status_line,
 )
 
 __all__ = [
@@ -129,7 +130,8 @@ class _Site:
                 except BadRequestError as exc:
                     # Not logged: without a parsed request there is no host to charge it to.
                     body = f"{exc}\n".encode()
-                    head = encode_head(exc.status, self._headers(len(body), "close", "text/plain"))
+                    headers = self._headers(len(body), "close", "text/plain")
+                    head = encode_head(status_line(exc.status), headers)
                     writer.write(head + body)
                     await _lingering_close(reader, writer)
                     return
@@ -226,7 +228,7 @@ class _Site:
         else:
             keep = False  # an HTTP/1.0 client learns the end of the body from the close
         headers.append(("Connection", "keep-alive" if keep else "close"))
-        head = encode_head(reply.status, headers)
+        head = encode_head(status_line(reply.status), headers)
         pieces: Iterator[bytes]
         if not has_body:
             pieces = iter((head,))

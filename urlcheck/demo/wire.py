@@ -1,4 +1,4 @@
-"""HTTP/1.1 on the wire for the demo site: reading request heads, writing response heads.
+"""HTTP/1.1 on the wire for the demo site and the test proxy: reading and writing heads.
 
 Header values and query arguments are kept as latin-1 strings, so every byte maps to one code point
 and a value the site echoes (a ``Location``) goes back out byte for byte.
@@ -12,7 +12,7 @@ import enum
 import http
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
@@ -21,7 +21,7 @@ MAX_HEADERS = 100
 MAX_BODY = 10 * 1024 * 1024
 
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_VERSIONS = {b"HTTP/1.1": (1, 1), b"HTTP/1.0": (1, 0)}
+_VERSIONS = {"HTTP/1.1": (1, 1), "HTTP/1.0": (1, 0)}
 
 
 class BadRequestError(Exception):
@@ -78,20 +78,81 @@ def strip_port(authority: str) -> str:
     return authority.rpartition(":")[0] if ":" in authority else authority
 
 
-async def read_request(reader: asyncio.StreamReader) -> Request | None:
-    """Read one request head and discard its body; None on a clean end of stream."""
+@dataclass(slots=True)
+class Head:
+    """A request or response head as sent: the start line's three parts, and the header fields
+    with the case of their names, their order and repeats kept (a proxy forwards them so)."""
+
+    start: tuple[str, str, str]  # method, target, version / version, status, reason phrase
+    fields: list[tuple[str, str]]
+
+    def get(self, name: str) -> str | None:
+        """The first value of field `name` (lower-case), else None."""
+        return next((v for k, v in self.fields if k.lower() == name), None)
+
+    def tokens(self, name: str) -> set[str]:
+        """The comma-separated tokens of every `name` field, lower-case."""
+        return {
+            t.strip().lower() for k, v in self.fields if k.lower() == name for t in v.split(",")
+        }
+
+    def joined(self) -> dict[str, str]:
+        """Lower-case names; repeated fields joined with ", "."""
+        headers: dict[str, str] = {}
+        for name, value in self.fields:
+            key = name.lower()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        return headers
+
+
+async def read_head(reader: asyncio.StreamReader) -> Head | None:
+    """The next head on `reader`; None on a clean end of stream before it."""
     try:
         line = await reader.readuntil(b"\n")
         while line in (b"\r\n", b"\n"):  # RFC 9112 2.2: ignore empty lines before a request
             line = await reader.readuntil(b"\n")
     except asyncio.IncompleteReadError as exc:
         if exc.partial.strip():
-            raise BadRequestError("incomplete request line") from exc
+            raise BadRequestError("incomplete start line") from exc
         return None
     except asyncio.LimitOverrunError as exc:
-        raise BadRequestError("request line too long", 414) from exc
-    method, target, version = _parse_request_line(line)
-    headers = await _read_headers(reader)
+        raise BadRequestError("start line too long", 414) from exc
+    parts = line.rstrip(b"\r\n").decode("latin-1").split(" ", 2)
+    if len(parts) != 3:
+        raise BadRequestError("malformed start line")
+    return Head((parts[0], parts[1], parts[2]), await _read_fields(reader))
+
+
+async def _read_fields(reader: asyncio.StreamReader) -> list[tuple[str, str]]:
+    fields: list[tuple[str, str]] = []
+    for _ in range(MAX_HEADERS + 1):
+        try:
+            line = await reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:
+            raise BadRequestError("connection closed inside the head") from exc
+        except asyncio.LimitOverrunError as exc:
+            raise BadRequestError("header line too long", 431) from exc
+        line = line.rstrip(b"\r\n")
+        if not line:
+            return fields
+        if line[:1] in (b" ", b"\t"):
+            raise BadRequestError("obsolete header line folding")
+        name, colon, value = line.partition(b":")
+        if not colon or not _TOKEN.fullmatch(name):
+            raise BadRequestError("malformed header line")
+        if b"\r" in value or b"\0" in value:
+            raise BadRequestError("control character in header value")
+        fields.append((name.decode("ascii"), value.strip(b" \t").decode("latin-1")))
+    raise BadRequestError("too many header lines", 431)
+
+
+async def read_request(reader: asyncio.StreamReader) -> Request | None:
+    """Read one request head and discard its body; None on a clean end of stream."""
+    head = await read_head(reader)
+    if head is None:
+        return None
+    method, target, version = _check_request_line(head.start)
+    headers = head.joined()
     authority = None
     if not target.startswith("/"):
         if method == "OPTIONS" and target == "*":
@@ -111,45 +172,17 @@ async def read_request(reader: asyncio.StreamReader) -> Request | None:
     return request
 
 
-def _parse_request_line(line: bytes) -> tuple[str, str, tuple[int, int]]:
-    parts = line.rstrip(b"\r\n").split(b" ")
-    if len(parts) != 3:
-        raise BadRequestError("malformed request line")
-    method, target, version = parts
-    if not _TOKEN.fullmatch(method) or not target:
+def _check_request_line(start: tuple[str, str, str]) -> tuple[str, str, tuple[int, int]]:
+    method, target, version = start
+    if not _TOKEN.fullmatch(method.encode("latin-1")) or not target:
         raise BadRequestError("malformed request line")
     if version not in _VERSIONS:
-        if re.fullmatch(rb"HTTP/\d\.\d", version):
+        if re.fullmatch(r"HTTP/\d\.\d", version):
             raise BadRequestError("HTTP version not supported", 505)
         raise BadRequestError("malformed HTTP version")
-    if any(b < 0x21 or b == 0x7F for b in target):
+    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in target):
         raise BadRequestError("control character or space in request target")
-    return method.decode("ascii"), target.decode("latin-1"), _VERSIONS[version]
-
-
-async def _read_headers(reader: asyncio.StreamReader) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for _ in range(MAX_HEADERS + 1):
-        try:
-            line = await reader.readuntil(b"\n")
-        except asyncio.IncompleteReadError as exc:
-            raise BadRequestError("connection closed inside the request head") from exc
-        except asyncio.LimitOverrunError as exc:
-            raise BadRequestError("header line too long", 431) from exc
-        line = line.rstrip(b"\r\n")
-        if not line:
-            return headers
-        if line[:1] in (b" ", b"\t"):
-            raise BadRequestError("obsolete header line folding")
-        name, colon, value = line.partition(b":")
-        if not colon or not _TOKEN.fullmatch(name):
-            raise BadRequestError("malformed header line")
-        if b"\r" in value or b"\0" in value:
-            raise BadRequestError("control character in header value")
-        key = name.decode("ascii").lower()
-        text = value.strip(b" \t").decode("latin-1")
-        headers[key] = f"{headers[key]}, {text}" if key in headers else text
-    raise BadRequestError("too many header lines", 431)
+    return method, target, _VERSIONS[version]
 
 
 async def _discard_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> None:
@@ -238,7 +271,11 @@ def http_date() -> str:
     return _date_cache[1]
 
 
-def encode_head(status: int, headers: list[tuple[str, str]]) -> bytes:
-    lines = [f"HTTP/1.1 {status} {reason(status)}"]
-    lines.extend(f"{name}: {value}" for name, value in headers)
+def encode_head(start: str, headers: Iterable[tuple[str, str]]) -> bytes:
+    """A head from its start line (``HTTP/1.1 200 OK``, ``GET / HTTP/1.1``) and fields."""
+    lines = [start, *(f"{name}: {value}" for name, value in headers)]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def status_line(status: int) -> str:
+    return f"HTTP/1.1 {status} {reason(status)}"

@@ -1,28 +1,32 @@
-"""Run demo proxies (``python -m urlcheck.demo.proxy``) as subprocesses, for tests and bench/."""
+"""Run test proxies (``python -m tests.servers.proxy``) as subprocesses, for tests and bench/."""
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import os
 import socket
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from urlcheck.demo.launcher import _ServerProcess
-from urlcheck.demo.proxy import AUTH_ENV, Mode
+from tests.servers.proxy import AUTH_ENV, Mode
+from urlcheck.demo.launcher import ServerProcess
 
 __all__ = ["ProxyServer", "running_proxies", "unused_port"]
 
+REPO = Path(__file__).resolve().parents[2]
 
-class ProxyServer(_ServerProcess):
-    """One demo proxy as a context manager: started on enter, stopped on exit.
+
+class ProxyServer(ServerProcess):
+    """One test proxy as a context manager: started on enter, stopped on exit.
 
     `egress` defaults to `listen`, so each proxy reaches the origin from its own address. Every
     request is logged; without `log_path` the log goes to a temporary file removed on exit. The
     credentials never appear in the repr or on the child's command line.
     """
 
+    module = "tests.servers.proxy"
     kind = "proxy"
 
     def __init__(
@@ -79,6 +83,7 @@ class ProxyServer(_ServerProcess):
     def _environment(self) -> dict[str, str]:
         # Credentials go through the environment, not the command line that `ps` shows.
         env = super()._environment()
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO), env["PYTHONPATH"]])  # for tests.servers
         env.pop(AUTH_ENV, None)
         if self.auth is not None:
             env[AUTH_ENV] = f"{self.auth[0]}:{self.auth[1]}"

@@ -1,11 +1,11 @@
 """A real forward HTTP proxy for the tests and the benchmark, asyncio and the standard library only.
 
-Run ``python -m urlcheck.demo.proxy --listen 127.0.0.20 --port 0 [--egress 127.0.0.20]
+Run ``python -m tests.servers.proxy --listen 127.0.0.20 --port 0 [--egress 127.0.0.20]
 [--auth user:pass] [--log FILE] [--mode ok|auth407|reset|hang]``; it prints ``READY <port>`` once
 it listens. It forwards absolute-form requests (``GET http://127.0.0.2:8741/ok HTTP/1.1``) and
 opens CONNECT tunnels, each time from a socket bound to the egress address, so the origin sees one
 client address per proxy. It only ever connects to loopback origins. docs/test-site.md describes
-it; `urlcheck.demo.proxylauncher` runs it as a subprocess.
+it; `tests.servers.proxylauncher` runs it as a subprocess.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from urlcheck.demo.launcher import serve
 from urlcheck.demo.serverlog import RequestLog
-from urlcheck.demo.wire import http_date, reason
+from urlcheck.demo.wire import BadRequestError, Head, encode_head, http_date, read_head, reason
 
 __all__ = ["AUTH_ENV", "REALM", "Mode", "ProxyConfig", "ProxyLogRecord", "RunningProxy", "main"]
 
@@ -45,7 +45,6 @@ AUTH_ENV = (
 SERVER = "urlcheck-demo-proxy"
 
 _MAX_LINE = 64 * 1024
-_MAX_HEADERS = 100
 _CHUNK = 64 * 1024
 _CONNECT_TIMEOUT = 10.0
 _HEAD_TIMEOUT = 30.0  # for the first request head of a connection in reset and hang modes
@@ -99,82 +98,21 @@ class ProxyConfig:
         )
 
 
-class _BadRequestError(Exception):
-    pass
-
-
-@dataclass(slots=True)
-class _Head:
-    """A request or response head; header names keep their case, in order, repeats kept."""
-
-    start: tuple[str, str, str]  # method, target, version / version, status, reason
-    headers: list[tuple[str, str]]
-
-    def get(self, name: str) -> str | None:
-        return next((v for k, v in self.headers if k.lower() == name), None)
-
-    def tokens(self, name: str) -> set[str]:
-        return {
-            t.strip().lower() for k, v in self.headers if k.lower() == name for t in v.split(",")
-        }
-
-    def client_keeps_alive(self) -> bool:
-        tokens = self.tokens("connection") | self.tokens("proxy-connection")
-        if self.start[2] == "HTTP/1.1":
-            return "close" not in tokens
-        return "keep-alive" in tokens
-
-
-async def _read_head(reader: asyncio.StreamReader) -> _Head | None:
-    """The next head on `reader`; None on a clean end of stream before it."""
-    try:
-        line = await reader.readuntil(b"\n")
-        while line in (b"\r\n", b"\n"):
-            line = await reader.readuntil(b"\n")
-    except asyncio.IncompleteReadError as exc:
-        if exc.partial.strip():
-            raise _BadRequestError("incomplete head") from exc
-        return None
-    except asyncio.LimitOverrunError as exc:
-        raise _BadRequestError("line too long") from exc
-    parts = line.rstrip(b"\r\n").decode("latin-1").split(" ", 2)
-    if len(parts) != 3:
-        raise _BadRequestError("malformed start line")
-    headers: list[tuple[str, str]] = []
-    for _ in range(_MAX_HEADERS + 1):
-        try:
-            raw = (await reader.readuntil(b"\n")).rstrip(b"\r\n")
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
-            raise _BadRequestError("bad header block") from exc
-        if not raw:
-            return _Head((parts[0], parts[1], parts[2]), headers)
-        name, colon, value = raw.decode("latin-1").partition(":")
-        if not colon or not name or name != name.strip() or raw[:1] in (b" ", b"\t"):
-            raise _BadRequestError("malformed header line")
-        headers.append((name, value.strip()))
-    raise _BadRequestError("too many header lines")
-
-
-def _encode_head(start: str, headers: Sequence[tuple[str, str]]) -> bytes:
-    lines = [start, *(f"{k}: {v}" for k, v in headers)]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
 async def _body_pieces(
-    reader: asyncio.StreamReader, head: _Head, *, until_close: bool
+    reader: asyncio.StreamReader, head: Head, *, until_close: bool
 ) -> AsyncIterator[bytes]:
     """The raw body that follows `head` on `reader`, framing included (chunked stays chunked)."""
     encoding = head.get("transfer-encoding")
     length = head.get("content-length")
     if encoding is not None:
         if encoding.strip().lower() != "chunked":
-            raise _BadRequestError("unsupported transfer coding")
+            raise BadRequestError("unsupported transfer coding")
         while True:
             size_line = await reader.readuntil(b"\n")
             try:
                 size = int(size_line.split(b";")[0].strip(), 16)
             except ValueError as exc:
-                raise _BadRequestError("bad chunk size") from exc
+                raise BadRequestError("bad chunk size") from exc
             if size == 0:
                 trailer = size_line
                 while (line := await reader.readuntil(b"\n")) not in (b"\r\n", b"\n"):
@@ -189,7 +127,7 @@ async def _body_pieces(
                 yield data
     elif length is not None:
         if not length.strip().isdigit():
-            raise _BadRequestError("bad Content-Length")
+            raise BadRequestError("bad Content-Length")
         remaining = int(length)
         while remaining:
             data = await reader.readexactly(min(remaining, _CHUNK))
@@ -198,6 +136,13 @@ async def _body_pieces(
     elif until_close:
         while data := await reader.read(_CHUNK):
             yield data
+
+
+def _client_keeps_alive(head: Head) -> bool:
+    tokens = head.tokens("connection") | head.tokens("proxy-connection")
+    if head.start[2] == "HTTP/1.1":
+        return "close" not in tokens
+    return "keep-alive" in tokens
 
 
 def _without_userinfo(target: str) -> str:
@@ -222,7 +167,7 @@ def _loopback(host: str) -> bool:
 class _Exchange:
     """One request from a client, the connection it came on, and its log record."""
 
-    head: _Head
+    head: Head
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
     record: ProxyLogRecord
@@ -269,20 +214,20 @@ class _Proxy:
                 return
             while True:
                 try:
-                    head = await _read_head(reader)
-                except _BadRequestError as exc:
+                    head = await read_head(reader)
+                except BadRequestError as exc:
                     await _answer(writer, 400, f"400 Bad Request: {exc}\n", keep=False)
                     return
                 if head is None:
                     return
                 exchange = _Exchange(
-                    head, reader, writer, self._record(head, client), head.client_keeps_alive()
+                    head, reader, writer, self._record(head, client), _client_keeps_alive(head)
                 )
                 if not await self._serve(exchange):
                     return
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass  # one side went away mid-exchange; nothing left to answer
-        except _BadRequestError:
+        except BadRequestError:
             pass  # a request body that cannot be read: the connection cannot go on
         except asyncio.CancelledError:
             pass  # shutdown; not re-raised, as in the demo site (3.11 would report it on stderr)
@@ -294,8 +239,8 @@ class _Proxy:
     ) -> None:
         try:
             async with asyncio.timeout(_HEAD_TIMEOUT):
-                head = await _read_head(reader)
-        except (_BadRequestError, TimeoutError):
+                head = await read_head(reader)
+        except (BadRequestError, TimeoutError):
             head = None
         if head is not None:
             record = self._record(head, client)
@@ -310,7 +255,7 @@ class _Proxy:
             while await reader.read(_CHUNK):
                 pass
 
-    def _record(self, head: _Head, client: str) -> ProxyLogRecord:
+    def _record(self, head: Head, client: str) -> ProxyLogRecord:
         sent = head.get("proxy-authorization")
         return {
             "client": client,
@@ -414,22 +359,22 @@ class _Proxy:
         parts = urlsplit(target)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         dropped = _HOP_BY_HOP | ex.head.tokens("connection")
-        headers = [(k, v) for k, v in ex.head.headers if k.lower() not in dropped]
+        headers = [(k, v) for k, v in ex.head.fields if k.lower() not in dropped]
         if ex.head.get("host") is None:
             headers.insert(0, ("Host", netloc.rpartition("@")[2]))
         # One origin connection per request: the origin closes after answering.
         headers += [("Connection", "close"), ("Via", f"1.1 {SERVER}")]
-        origin_writer.write(_encode_head(f"{method} {path} HTTP/1.1", headers))
+        origin_writer.write(encode_head(f"{method} {path} HTTP/1.1", headers))
         async for piece in _body_pieces(ex.reader, ex.head, until_close=False):
             origin_writer.write(piece)
             await origin_writer.drain()
         await origin_writer.drain()
         try:
-            response = await _unless_client_leaves(_read_head(origin_reader), ex.reader)
+            response = await _unless_client_leaves(read_head(origin_reader), ex.reader)
             while response is not None and response.start[1].startswith("1"):
-                ex.writer.write(_encode_head(" ".join(response.start), response.headers))
-                response = await _unless_client_leaves(_read_head(origin_reader), ex.reader)
-        except _BadRequestError as exc:
+                ex.writer.write(encode_head(" ".join(response.start), response.fields))
+                response = await _unless_client_leaves(read_head(origin_reader), ex.reader)
+        except BadRequestError as exc:
             ex.record["error"] = f"bad response from the origin: {exc}"
             return await self._upstream_failed(ex)
         if response is None:
@@ -438,7 +383,7 @@ class _Proxy:
         return await self._relay(ex, response, origin_reader)
 
     async def _relay(
-        self, ex: _Exchange, response: _Head, origin_reader: asyncio.StreamReader
+        self, ex: _Exchange, response: Head, origin_reader: asyncio.StreamReader
     ) -> bool:
         _, code, phrase = response.start
         status = int(code) if code.isdigit() else 502
@@ -448,9 +393,9 @@ class _Proxy:
         bodyless = ex.head.start[0] == "HEAD" or status in (204, 304)
         keep = ex.keep and (framed or bodyless)
         dropped = (_HOP_BY_HOP - {"proxy-authenticate"}) | response.tokens("connection")
-        headers = [(k, v) for k, v in response.headers if k.lower() not in dropped]
+        headers = [(k, v) for k, v in response.fields if k.lower() not in dropped]
         headers.append(("Connection", "keep-alive" if keep else "close"))
-        pending = _encode_head(f"HTTP/1.1 {status} {phrase}", headers)
+        pending = encode_head(f"HTTP/1.1 {status} {phrase}", headers)
         ex.record["status"] = status
         ex.record["outcome"] = "broken"  # until the whole response has been relayed
         try:
@@ -502,7 +447,7 @@ async def _answer(
         ("Content-Length", str(len(body))),
         ("Connection", "keep-alive" if keep else "close"),
     ]
-    writer.write(_encode_head(f"HTTP/1.1 {status} {reason(status)}", headers) + body)
+    writer.write(encode_head(f"HTTP/1.1 {status} {reason(status)}", headers) + body)
     await writer.drain()
 
 
@@ -559,7 +504,7 @@ async def start_proxy(config: ProxyConfig, clock: Callable[[], float] = time.tim
 
 
 def _parse_args(argv: Sequence[str] | None) -> ProxyConfig:
-    parser = argparse.ArgumentParser(prog="python -m urlcheck.demo.proxy", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tests.servers.proxy", description=__doc__)
     parser.add_argument("--listen", default="127.0.0.20", help="loopback address to listen on")
     parser.add_argument("--port", type=int, default=0, help="port (0: any free one)")
     parser.add_argument(
@@ -598,7 +543,7 @@ def _parse_args(argv: Sequence[str] | None) -> ProxyConfig:
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve until SIGTERM or SIGINT; exit status 0, or 1 when the address cannot be bound."""
     config = _parse_args(argv)
-    return serve(start_proxy(config), f"urlcheck.demo.proxy: cannot listen on {config.listen}")
+    return serve(start_proxy(config), f"tests.servers.proxy: cannot listen on {config.listen}")
 
 
 if __name__ == "__main__":
