@@ -1,4 +1,4 @@
-"""Names under ``localhost`` are loopback (RFC 6761 section 6.3), resolved without asking the system.
+"""Names under ``localhost`` are loopback (RFC 6761 6.3): resolved without asking the system.
 
 The demo's hosts are such names (``old.localhost``...) on 127.0.0.1, the one loopback address
 every platform has: distinct names are distinct hosts to the crawl, so they are checked in
