@@ -1,25 +1,45 @@
-"""The command line as users meet it: bad input ends the run with one line and exit code 2."""
+"""The command line as users meet it: `urlcheck` from any directory, `scrapy` in the checkout;
+bad input ends the run with one line and exit code 2; exit codes come through unchanged."""
 
 from __future__ import annotations
 
+import csv
+import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from urlcheck.cli import check_argv
+from urlcheck.jobs.lock import JobLock
+
+if TYPE_CHECKING:
+    from tests.sitefixture import SiteServer
+
 REPO = Path(__file__).resolve().parents[1]
+COMMANDS = sorted(
+    p.stem for p in (REPO / "urlcheck" / "commands").glob("*.py") if p.stem not in ("__init__",)
+)
 
 
 def scrapy(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", *args],
-        check=False,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run([sys.executable, "-m", "scrapy", *args], cwd)
+
+
+def urlcheck(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``urlcheck ARGS`` (as ``python -m urlcheck``, the console script's code) run in `cwd`."""
+    return run([sys.executable, "-m", "urlcheck", *args], cwd)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, check=False, cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.parametrize(
@@ -63,9 +83,120 @@ def _write(path: Path, data: bytes) -> Path:
     return path
 
 
-def test_demo_runs_offline_and_prints_a_summary(tmp_path):
+def test_scrapy_demo_in_the_checkout(tmp_path: Path) -> None:
     done = scrapy("demo", "--jobdir", str(tmp_path / "job"), "-s", "LOG_LEVEL=WARNING")
     assert done.returncode == 3, done.stdout + done.stderr[-2000:]  # the demo has failing verdicts
     assert "11 rows checked" in done.stdout
     assert "[loop]" in done.stdout and "[temporary_redirect]" in done.stdout
     assert (tmp_path / "job" / "results.jsonl").read_text().count("\n") == 11
+
+
+# --- urlcheck, the console script ----------------------------------------------------------------
+
+
+def test_help_lists_every_command_with_examples(tmp_path: Path) -> None:
+    done = urlcheck("--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith("usage: urlcheck <command> [options] [args]\n")
+    # every module of urlcheck/commands is listed (crawl through `check`): no edit of cli.py
+    for name in ["check", *(c for c in COMMANDS if c != "crawl")]:
+        assert f"\n  {name} " in out, name
+    assert "\nexamples:\n  urlcheck demo" in out
+    assert "urlcheck check urls.csv --jobdir jobs/site" in out
+    assert "6 the job is locked" in out
+    assert "Warning" not in done.stderr
+    nothing = urlcheck(cwd=tmp_path)
+    assert nothing.returncode == 2 and nothing.stdout == out
+
+
+@pytest.mark.parametrize("name", ["check", "job", "demo"])
+def test_command_help_is_in_urlcheck_terms(tmp_path: Path, name: str) -> None:
+    done = urlcheck(name, "--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: urlcheck {name} "), done.stdout[:200]
+    assert "scrapy " + name not in done.stdout.splitlines()[0]
+
+
+def test_unknown_command_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
+    done = urlcheck("chek", "urls.csv", cwd=tmp_path)
+    assert done.returncode == 2
+    shown = ", ".join(["check", *(c for c in COMMANDS if c != "crawl")])
+    assert done.stderr == f"urlcheck: unknown command 'chek'; the commands are: {shown}\n"
+
+
+def test_check_arguments_become_scrapy_crawl_arguments() -> None:
+    argv = check_argv([
+        "in.csv", "--out", "r.jsonl", "--jobdir", "j", "-o", "r.csv", "-s", "A=1", "-a", "k=v",
+        "-L", "WARNING", "--logfile", "log.txt", "-O", "over.json",
+    ])  # fmt: skip
+    assert argv == [
+        "crawl", "check", "-a", "csv=in.csv", "-a", "out=r.jsonl", "-s", "JOBDIR=j",
+        "-o", "r.csv", "-s", "A=1", "-a", "k=v", "-L", "WARNING", "--logfile", "log.txt",
+        "-O", "over.json",
+    ]  # fmt: skip
+    with pytest.raises(SystemExit):
+        check_argv(["--out", "r.jsonl"])  # no CSV
+
+
+def test_check_from_any_directory_keeps_the_exit_codes(site: SiteServer, tmp_path: Path) -> None:
+    ok, moved = site.url("127.0.0.7", "/ok"), site.url("127.0.0.7", "/redirect/302?to=/ok")
+    (tmp_path / "urls.csv").write_text(f"url,expected\n{ok},\n{moved},{ok}\n", encoding="utf-8")
+    fast = ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-L", "WARNING"]
+    done = urlcheck("check", "urls.csv", "--jobdir", "job", "-o", "out.csv", *fast, cwd=tmp_path)
+    assert done.returncode == 3, done.stderr[-2000:]  # finished with a failed verdict
+    rows = read_jsonl(tmp_path / "job" / "results.jsonl")
+    assert sorted((r["row"], r["verdict"]) for r in rows) == [(1, None), (2, "fail")]
+    with (tmp_path / "out.csv").open(newline="") as exported:
+        assert len(list(csv.DictReader(exported))) == 2
+
+    status = urlcheck("job", "status", "job", "--json", cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["state"] == "done"
+    pause = urlcheck("job", "pause", "job", cwd=tmp_path)
+    assert pause.returncode == 7  # no crawl is running it
+    assert pause.stderr.startswith("urlcheck: no crawl is running job job")
+
+    again = urlcheck("check", "urls.csv", "--out", "plain.jsonl", *fast, cwd=tmp_path)
+    assert again.returncode == 3, again.stderr[-2000:]
+    assert len((tmp_path / "plain.jsonl").read_text().splitlines()) == 2
+
+
+def test_check_of_a_locked_job_is_exit_code_6(tmp_path: Path) -> None:
+    (tmp_path / "urls.csv").write_text("url\nhttp://127.0.0.2:9/\n", encoding="utf-8")
+    (tmp_path / "job").mkdir()
+    with JobLock(tmp_path / "job"):
+        done = urlcheck("check", "urls.csv", "--jobdir", "job", cwd=tmp_path)
+    assert done.returncode == 6, done.stderr[-2000:]
+    lines = [line for line in done.stderr.splitlines() if line.startswith("urlcheck: ")]
+    assert len(lines) == 1 and "is in use by process" in lines[0], done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: d / "missing.csv", "missing.csv: no such file"),
+        (lambda d: _write(d / "e.csv", b""), "e.csv: the file is empty"),
+    ],
+)
+def test_check_bad_input_is_exit_code_2(
+    tmp_path: Path, make: Callable[[Path], Path], message: str
+) -> None:
+    done = urlcheck("check", str(make(tmp_path)), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = [line for line in done.stderr.splitlines() if line.startswith("urlcheck: ")]
+    assert len(lines) == 1 and message in lines[0], done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+
+
+def test_urlcheck_demo_runs_from_any_directory(tmp_path: Path) -> None:
+    done = urlcheck("demo", "-s", "LOG_LEVEL=WARNING", cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr[-2000:]
+    assert "Demo site on 127.0.0.1 port " in done.stdout
+    assert "11 rows checked" in done.stdout
+    rows = read_jsonl(tmp_path / "demo-job" / "results.jsonl")
+    assert {r["url"].split("/")[2].split(":")[0] for r in rows if r["status"]} == {
+        "old.localhost",
+        "new.localhost",
+        "busy.localhost",
+    }
