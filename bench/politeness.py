@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -67,16 +68,16 @@ def write_csv(path: Path, urls: list[str]) -> Path:
     return path
 
 
-def run_log(site: SiteServer, tag: str) -> list[dict]:
+def run_log(site: SiteServer, tag: str) -> list[dict[str, Any]]:
     return [e for e in site.log() if f"run={tag}" in e["path"]]
 
 
-def span(log: list[dict], hosts: list[str] | None = None) -> float:
+def span(log: list[dict[str, Any]], hosts: list[str] | None = None) -> float:
     arrivals = [e["t_arrival"] for e in log if hosts is None or e["host"] in hosts]
     return max(arrivals) - min(e["t_arrival"] for e in log)
 
 
-def bound(log: list[dict], cap_in_flight: int = 5) -> float:
+def bound(log: list[dict[str, Any]], cap_in_flight: int = 5) -> float:
     per_host = {h: s.count for h, s in host_stats(log).items()}
     return max((n - 1) * DELAY for n in per_host.values())
 
@@ -90,7 +91,7 @@ def main() -> None:
     per_host = 20 if opts.quick else 100
     tmp = Path(tempfile.mkdtemp(prefix="urlcheck-bench-"))
     figures: list[str] = []
-    all_logs: list[dict] = []
+    all_logs: list[dict[str, Any]] = []
     if opts.only_million:
         print("\n".join(["", "urlcheck politeness benchmark", *million(tmp)]))
         return

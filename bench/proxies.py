@@ -30,6 +30,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -86,7 +87,7 @@ def crawl(csv_path: Path, out: Path, settings: dict[str, str], timeout: float = 
     return time.monotonic() - start
 
 
-def read_results(path: Path) -> list[dict]:
+def read_results(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
@@ -125,7 +126,7 @@ def run(tmp: Path, rows: int, seed: int) -> list[str]:
             "URLCHECK_PROXIES": ",".join(p.url for p in proxies),
         }
         # -s replaces the project's dict whole: start from it so backoff and bodycap stay.
-        baseline_mw = dict(project_settings.DOWNLOADER_MIDDLEWARES)
+        baseline_mw: dict[str, int | None] = dict(project_settings.DOWNLOADER_MIDDLEWARES)
         baseline_mw[POOL_MIDDLEWARE] = None
         baseline_mw[RANDOM_MIDDLEWARE] = 580
         runs = {
@@ -150,7 +151,9 @@ def run(tmp: Path, rows: int, seed: int) -> list[str]:
     return report(figures, snapshot, rows)
 
 
-def measure(log: list[dict], results: list[dict], tag: str, wall: float) -> dict[str, float]:
+def measure(
+    log: list[dict[str, Any]], results: list[dict[str, Any]], tag: str, wall: float
+) -> dict[str, float]:
     mine = [e for e in log if f"run={tag}&" in e["path"]]
     wasted = [
         e
@@ -174,7 +177,7 @@ def measure(log: list[dict], results: list[dict], tag: str, wall: float) -> dict
     }
 
 
-def report(figures: dict[str, dict[str, float]], snapshot: dict, rows: int) -> list[str]:
+def report(figures: dict[str, dict[str, float]], snapshot: dict[str, Any], rows: int) -> list[str]:
     pool, base = figures["pool"], figures["random"]
     blocking_rows = round(rows * BLOCKING_SHARE)
     share = len(BLOCKED) / len(PROXY_HOSTS)  # a random pick's chance of a blocked proxy

@@ -57,7 +57,7 @@ async def test_one_in_flight_and_300ms_per_host_on_every_hop(strict_site, tmp_pa
     for host, s in stats.items():
         assert s.rejected == 0, host
         assert s.max_in_flight == 1, host
-        assert s.min_gap >= 0.29, (host, s.min_gap)
+        assert s.min_gap is not None and s.min_gap >= 0.29, (host, s.min_gap)
 
 
 @deferred_f_from_coro_f

@@ -44,7 +44,7 @@ def build_wheel(out: Path) -> Path:
     shutil.copytree(
         REPO / "urlcheck", source / "urlcheck", ignore=shutil.ignore_patterns("__pycache__")
     )
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    pip: list[str | Path] = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     done = run([*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", out, source], out)
     assert done.returncode == 0, done.stdout + done.stderr
     (wheel,) = out.glob("urlcheck-*.whl")
@@ -60,7 +60,8 @@ def make_venv(root: Path, wheel: Path) -> Path:
     site_packages = Path(purelib.stdout.strip())
     # Scrapy and the other dependencies: this virtualenv's site-packages, after the new one's.
     (site_packages / "test-venv-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--python", python]
+    pip: list[str | Path] = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    pip += ["--python", python]
     done = run([*pip, "install", "-q", "--no-deps", "--no-index", wheel], root)
     assert done.returncode == 0, done.stdout + done.stderr
     return venv
@@ -89,7 +90,7 @@ def test_an_installed_wheel_runs_the_demo_from_any_directory(tmp_path: Path) -> 
     assert "rows:          11 / 11" in status.stdout
 
     # `scrapy demo` outside any project: the scrapy.commands entry point
-    scrapy = [venv / "bin" / "python", "-m", "scrapy", "demo", "--jobdir", "job2"]
+    scrapy: list[str | Path] = [venv / "bin" / "python", "-m", "scrapy", "demo", "--jobdir", "job2"]
     demo = run([*scrapy, "-s", "LOG_LEVEL=WARNING"], work)
     assert demo.returncode == 3, demo.stdout + demo.stderr[-3000:]
     assert "11 rows checked" in demo.stdout

@@ -446,7 +446,7 @@ def test_blocked_by_one_site_keeps_serving_the_others(seed: int) -> None:
 
     states_seen: Counter[str] = Counter()
     benched_seen: set[tuple[str, str]] = set()
-    captchas_counted = []
+    captchas_counted: list[float] = []
 
     def check(snapshot: PoolSnapshot) -> None:
         states_seen.update(p["state"] for p in snapshot["proxies"] if p["id"] in blocked)
