@@ -71,6 +71,7 @@ def test_an_installed_wheel_runs_the_demo_from_any_directory(tmp_path: Path) -> 
     wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     assert "urlcheck/demo/data/demo.csv" in names
+    assert "urlcheck/demo/data/pages/cloudflare.html" in names
     assert "urlcheck/cli.py" in names
     # the test servers stay out of the wheel
     assert not [n for n in names if n.startswith(("tests/", "urlcheck/demo/proxy"))]
@@ -94,3 +95,6 @@ def test_an_installed_wheel_runs_the_demo_from_any_directory(tmp_path: Path) -> 
     demo = run([*scrapy, "-s", "LOG_LEVEL=WARNING"], work)
     assert demo.returncode == 3, demo.stdout + demo.stderr[-3000:]
     assert "11 rows checked" in demo.stdout
+    job = run([venv / "bin" / "python", "-m", "scrapy", "job", "status", "job2"], work)
+    assert job.returncode == 0, job.stderr
+    assert "rows:          11 / 11" in job.stdout
