@@ -20,7 +20,6 @@ Usage: python bench/resume.py [--rows N] [--done N] [--workdir DIR] [--keep]
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import subprocess
 import sys
@@ -62,7 +61,7 @@ def write_csv(path: Path, port: int, rows: int) -> None:
 
 
 def _templates() -> tuple[str, str]:
-    """Result lines as the pipeline writes them (json.dumps of build_result, newline), with
+    """Result lines as the pipeline writes them (build_result's to_json_line), with
     placeholders for the host and the row: a direct 200, and a 301 that adds a slash, judged
     against an expected URL (one row in five)."""
     rules = VerdictRules()
@@ -75,10 +74,10 @@ def _templates() -> tuple[str, str]:
         [hop(url, status=301, location=moved, ms=9, kind="slash"), hop(moved, status=200, ms=11)],
         rules=rules,
     )
-    assert redirected["verdict"] == "pass", redirected
+    assert redirected.verdict == "pass", redirected
     lines = []
     for result in (direct, redirected):
-        line = json.dumps(result, ensure_ascii=False) + "\n"
+        line = result.to_json_line().decode("utf-8")
         assert line.startswith('{"row": 1, ')
         lines.append(f'{{"row": {_ROW}, ' + line[len('{"row": 1, ') :])
     return lines[0], lines[1]

@@ -50,7 +50,8 @@ def test_meta_refresh_is_followed_only_when_asked_and_only_on_2xx() -> None:
 
 
 def test_head_refused_is_asked_again_with_get_without_a_hop() -> None:
-    row, chain = task(), []
+    row = task()
+    chain: list[Hop] = []
     step = ChainRules().on_answer(row, chain, Answer("http://a.test/", 405, method="HEAD"))
     assert step == Follow("http://a.test/", method="GET")
     assert chain == []
@@ -76,7 +77,8 @@ def test_a_loop_finishes_the_row() -> None:
 
 @pytest.mark.parametrize(("max_hops", "hops_allowed"), [(0, 0), (1, 1), (3, 3)])
 def test_the_hop_limit(max_hops: int, hops_allowed: int) -> None:
-    rules, chain, row = ChainRules(max_hops=max_hops), [], task()
+    rules, row = ChainRules(max_hops=max_hops), task()
+    chain: list[Hop] = []
     steps = [
         rules.on_answer(
             row, chain, Answer(f"http://a.test/{i}", 301, location=f"/{i + 1}".encode())
