@@ -81,9 +81,9 @@ class ProxyServer(ServerProcess):
         return ["--listen", self.listen, "--egress", self.egress, "--mode", self.mode]
 
     def _environment(self) -> dict[str, str]:
-        # Credentials go through the environment, not the command line that `ps` shows.
         env = super()._environment()
         env["PYTHONPATH"] = os.pathsep.join([str(REPO), env["PYTHONPATH"]])  # for tests.servers
+        # Credentials go through the environment, not the command line that `ps` shows.
         env.pop(AUTH_ENV, None)
         if self.auth is not None:
             env[AUTH_ENV] = f"{self.auth[0]}:{self.auth[1]}"
