@@ -91,8 +91,8 @@ class Command(ScrapyCommand):
             csv = self.jobdir / "demo.csv"
             csv.write_text(demo_csv(site.port), "utf-8")
             print(
-                f"Demo site on {LOOPBACK} port {site.port} as {', '.join(DEMO_HOSTS)}; "
-                f"checking {csv}"
+                f"Demo site on {LOOPBACK} port {site.port} as {', '.join(DEMO_HOSTS)} (hosts "
+                f"checked in parallel, one request at a time each); checking {csv}"
             )
             crawler = self.crawler_process.create_crawler("check")
             self.crawler_process.crawl(crawler, csv=str(csv))
