@@ -322,7 +322,11 @@ def test_resume_with_a_changed_csv_is_refused_and_touches_nothing(
 
 def test_a_second_process_on_the_job_exits_locked(tmp_path: Path, site: SiteServer) -> None:
     rows = 60
-    csv = make_csv(tmp_path / "in.csv", site, "lock", rows)
+    # Row 1 keeps the first crawl running for 12 s, however slowly the second process starts
+    # (under coverage and load, start-up alone can outlast the other 59 rows).
+    urls = [row_url(site, "lock", 1, "/delay/12")]
+    urls += [row_url(site, "lock", row) for row in range(2, rows + 1)]
+    csv = write_rows(tmp_path / "in.csv", urls)
     jobdir = tmp_path / "job"
     first = Crawl(csv, jobdir, name="first")
     first.wait_lines(5)
