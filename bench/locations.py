@@ -62,7 +62,7 @@ def resolved_url(base: str, location: str) -> str | None:
         if not location.strip(_C0_SPACE) and "a browser would request" in str(exc):
             return str(exc).rpartition("request ")[2].removesuffix(" again")
         return None
-    return getattr(result, "url", result)  # type: ignore[no-any-return]
+    return result.url
 
 
 def agreement() -> str:

@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench._proc import RssSampler  # noqa: E402
-from urlcheck.results import RowTask, build_result, hop  # noqa: E402
+from urlcheck.results import Result, RowTask, build_result, hop  # noqa: E402
 from urlcheck.verdict import VerdictRules  # noqa: E402
 
 MAX_RATIO = {"report": 3.0, "diff": 5.0}
@@ -41,7 +41,7 @@ MAX_HTML_BYTES = 1_500_000
 RULES = VerdictRules()
 
 
-def make_row(row: int, rng: random.Random) -> dict[str, object]:
+def make_row(row: int, rng: random.Random) -> Result:
     host = f"www.site{row % 2000}.example"
     url = f"https://{host}/section/{row % 97}/page-{row}.html"
     target = f"https://{host}/new/{row % 97}/page-{row}"
@@ -93,9 +93,9 @@ def generate(path: Path, rows: int, *, seed: int, change: float = 0.0) -> None:
         for row in range(1, rows + 1):
             result = make_row(row, rng)
             if change and flip.random() < change:
-                result["final_status"] = 500
-                result["verdict"] = "fail" if result["expected"] else None
-            out.write(json.dumps(result, ensure_ascii=False) + "\n")
+                result.final_status = 500
+                result.verdict = "fail" if result.expected else None
+            out.write(result.to_json_line().decode("utf-8"))
 
 
 def run(args: list[str]) -> tuple[float, float, int]:

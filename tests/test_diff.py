@@ -10,7 +10,7 @@ from tests.reportrows import result, write_results
 from tests.test_jobs_command import scrapy_job
 from urlcheck.commands.job import DIFF_REGRESSED, run_diff
 from urlcheck.jobs.exitcodes import ExitCode
-from urlcheck.reports.diff import DiffSummary, diff, regressions
+from urlcheck.reports.diff import DiffSummary, RowChange, diff, regressions
 
 
 def _old_and_new(tmp_path: Path) -> tuple[Path, Path]:
@@ -41,7 +41,7 @@ def test_changes_regressions_and_rows_on_one_side(tmp_path):
     old, new = _old_and_new(tmp_path)
     *changes, summary = diff(old.parent, new)  # a job directory or a results file
     assert isinstance(summary, DiffSummary)
-    by = {(c.row, c.change): c for c in changes}
+    by = {(c.row, c.change): c for c in changes if isinstance(c, RowChange)}
     assert set(by) == {
         (1, "changed"),
         (2, "changed"),
@@ -71,7 +71,11 @@ def test_rows_missing_from_the_new_run_are_listed(tmp_path):
     old = write_results(tmp_path / "old.jsonl", [result(1), result(2), result(3)])
     new = write_results(tmp_path / "new.jsonl", [result(2)])
     *changes, summary = diff(old, new)
-    assert sorted((c.row, c.change) for c in changes) == [(1, "removed"), (3, "removed")]
+    assert isinstance(summary, DiffSummary)
+    assert sorted((c.row, c.change) for c in changes if isinstance(c, RowChange)) == [
+        (1, "removed"),
+        (3, "removed"),
+    ]
     assert summary.removed == 2 and summary.regressed == 0
 
 

@@ -36,7 +36,7 @@ class Clock:
 def _extension(total=100, done_before=10):
     crawler = get_crawler(Spider, {"URLCHECK_BACKOFF_BASE": 30})
     found = runtime(crawler)
-    found.results = SimpleNamespace(done=range(done_before))
+    found.results = SimpleNamespace(done=range(done_before))  # type: ignore[assignment]  # all Progress reads
     found.total_rows = total
     clock = Clock()
     return Progress(crawler, found, clock=clock), clock, found

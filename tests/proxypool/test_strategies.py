@@ -43,7 +43,7 @@ def test_effective_weight() -> None:
 def test_weighted_is_proportional() -> None:
     cands = [Cand("a", weight=1.0), Cand("b", weight=0.5), Cand("c", weight=0.1)]
     rng = random.Random(1)
-    counts = Counter(pick_weighted(cands, {}, 0.0, rng.random, 1.0).id for _ in range(16_000))  # type: ignore[union-attr]
+    counts = Counter(pick_weighted(cands, {}, 0.0, rng.random, 1.0).id for _ in range(16_000))
     assert 0.60 < counts["a"] / 16_000 < 0.66  # 1/1.6
     assert 0.28 < counts["b"] / 16_000 < 0.34
     assert 0.04 < counts["c"] / 16_000 < 0.08  # degraded: less traffic, not none
@@ -53,7 +53,7 @@ def test_weighted_honours_pairs_and_caps() -> None:
     cands = [Cand("a"), Cand("b", active=3, cap=3), Cand("c")]
     pairs = {"a": Pair(benched_until=100.0)}
     rng = random.Random(2)
-    picks = {pick_weighted(cands, pairs, 50.0, rng.random, 1.0).id for _ in range(200)}  # type: ignore[union-attr]
+    picks = {pick_weighted(cands, pairs, 50.0, rng.random, 1.0).id for _ in range(200)}
     assert picks == {"c"}
     assert pick_weighted([Cand("x", active=1, cap=1)], {}, 0.0, rng.random, 1.0) is None
     assert pick_weighted([], {}, 0.0, rng.random, 1.0) is None
@@ -63,7 +63,7 @@ def test_weighted_exact_fallback_with_tiny_weights() -> None:
     # Acceptance almost always rejects; the exact pass still finds the one usable proxy.
     cands = [Cand(f"c{i}", active=1, cap=1) for i in range(50)] + [Cand("tiny", weight=1e-6)]
     rng = random.Random(3)
-    assert pick_weighted(cands, {}, 0.0, rng.random, 1.0).id == "tiny"  # type: ignore[union-attr]
+    assert pick_weighted(cands, {}, 0.0, rng.random, 1.0).id == "tiny"
 
 
 def test_round_robin_cycles_and_skips() -> None:
