@@ -153,6 +153,9 @@ def test_check_from_any_directory_keeps_the_exit_codes(site: SiteServer, tmp_pat
     status = urlcheck("job", "status", "job", "--json", cwd=tmp_path)
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["state"] == "done"
+    report = urlcheck("job", "report", "job", "-o", "report.md", cwd=tmp_path)  # added later
+    assert report.returncode == 0, report.stderr
+    assert (tmp_path / "report.md").read_text("utf-8").startswith("#")
     pause = urlcheck("job", "pause", "job", cwd=tmp_path)
     assert pause.returncode == 7  # no crawl is running it
     assert pause.stderr.startswith("urlcheck: no crawl is running job job")
