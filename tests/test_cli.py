@@ -7,6 +7,7 @@ import csv
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -163,6 +164,31 @@ def test_check_from_any_directory_keeps_the_exit_codes(site: SiteServer, tmp_pat
     again = urlcheck("check", "urls.csv", "--out", "plain.jsonl", *fast, cwd=tmp_path)
     assert again.returncode == 3, again.stderr[-2000:]
     assert len((tmp_path / "plain.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_cancelled_check_is_exit_code_5(site: SiteServer, tmp_path: Path) -> None:
+    urls = "".join(f"{site.url('127.0.0.8', f'/delay/0.5?r={row}')}\n" for row in range(40))
+    (tmp_path / "urls.csv").write_text(f"url\n{urls}", encoding="utf-8")
+    argv = [sys.executable, "-m", "urlcheck", "check", "urls.csv", "--jobdir", "job", "-L", "INFO"]
+    with (tmp_path / "err.txt").open("wb") as err:
+        crawl = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        deadline = time.monotonic() + 60
+        while not _results_lines(tmp_path / "job" / "results.jsonl"):  # it is checking
+            assert crawl.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        cancel = urlcheck("job", "cancel", "job", cwd=tmp_path)
+        assert cancel.returncode == 0, cancel.stderr
+        assert crawl.wait(timeout=60) == 5, (tmp_path / "err.txt").read_text()[-3000:]
+    finally:
+        if crawl.poll() is None:
+            crawl.kill()
+            crawl.wait()
+    assert 1 <= _results_lines(tmp_path / "job" / "results.jsonl") < 40
+
+
+def _results_lines(path: Path) -> int:
+    return len(path.read_bytes().splitlines()) if path.exists() else 0
 
 
 def test_check_of_a_locked_job_is_exit_code_6(tmp_path: Path) -> None:
