@@ -12,6 +12,9 @@ CHAIN = "urlcheck_chain"
 RETRIES = "urlcheck_retries"
 # The last Retry-After the server sent, in seconds (urlcheck.middlewares.backoff).
 RETRY_AFTER = "urlcheck_retry_after"
+# An earlier hop of this request's chain was answered from a public address, so loopback,
+# private and reserved space are out of bounds for it (urlcheck.addressguard).
+AFTER_PUBLIC = "urlcheck_after_public"
 # host:port of the proxy a request went through, for the result (never credentials).
 PROXY = "urlcheck_proxy"
 # "captcha:<vendor>" or "block:<vendor>" when every proxy tried met a captcha or block.

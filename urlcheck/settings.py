@@ -57,6 +57,13 @@ URLCHECK_USER_AGENT = "urlcheck"
 COOKIES_ENABLED = False
 ROBOTSTXT_OBEY = False
 
+# The address guard (docs/security.md): what a hop may connect to is judged on the address
+# actually connected to, so the HTTP handler itself checks it.
+DOWNLOAD_HANDLERS = {
+    "http": "urlcheck.downloadhandler.GuardedHTTPDownloadHandler",
+    "https": "urlcheck.downloadhandler.GuardedHTTPDownloadHandler",
+}
+
 DOWNLOADER_MIDDLEWARES = {
     # process_request runs in ascending order, process_response in descending order.
     "urlcheck.middlewares.backoff.HostBackoffMiddleware": 560,

@@ -21,6 +21,7 @@ from scrapy.exceptions import CloseSpider
 from scrapy.http import TextResponse
 
 from urlcheck import meta as m
+from urlcheck.addressguard import is_public
 from urlcheck.chain import Answer, ChainRules, Finish, Step
 from urlcheck.config import resolve_user_agent
 from urlcheck.csvinput import CsvSource, InputError, Record
@@ -201,6 +202,7 @@ class CheckSpider(Spider):
         *,
         retries: int = 0,
         method: str | None = None,
+        after_public: bool = False,
     ) -> Request:
         return Request(
             without_userinfo(url),
@@ -219,6 +221,7 @@ class CheckSpider(Spider):
                 "verbatim_url": True,
                 "handle_httpstatus_all": True,
                 "dont_redirect": True,
+                m.AFTER_PUBLIC: after_public,
             },
         )
 
@@ -256,8 +259,15 @@ class CheckSpider(Spider):
         if isinstance(step, Finish):
             return self._finish(response, chain, step)
         meta = response.meta
+        # Once a public address has answered, the rest of the chain may not reach private space.
+        after_public = bool(meta.get(m.AFTER_PUBLIC)) or is_public(response.ip_address)
         return self._request(
-            meta[m.TASK], step.url, chain, retries=self._retries(meta), method=step.method
+            meta[m.TASK],
+            step.url,
+            chain,
+            retries=self._retries(meta),
+            method=step.method,
+            after_public=after_public,
         )
 
     def _finish(
