@@ -135,3 +135,143 @@ def test_paused_hosts_are_reported_with_attempt_and_time_left(caplog):
     caplog.clear()
     middleware._report_paused()
     assert caplog.messages == []
+
+
+# --- the per-host circuit ----------------------------------------------------------------
+
+from urlcheck.circuit import HostCircuit, HostUnavailableError, Strike  # noqa: E402
+from urlcheck.middlewares.circuit import HostCircuitMiddleware  # noqa: E402
+from urlcheck.pace import HostPace  # noqa: E402
+
+
+def test_circuit_opens_after_consecutive_exhausted_rows_with_the_evidence():
+    circuit = HostCircuit(down_after=2, clock=FakeClock(1_700_000_000.0))
+    assert circuit.exhausted("a.test", Strike(503, None, 120.0, 4)) is None
+    assert circuit.unavailable("a.test") is None
+    down = circuit.exhausted("a.test", Strike(503, None, 120.0, 4))
+    assert down is not None and circuit.unavailable("a.test") is down
+    assert down.message() == (
+        "host a.test unavailable: 2 rows in a row answered 503 on all 4 tries, "
+        "last Retry-After 120 s; not requested"
+    )
+    assert down.as_dict() == {
+        "rows_tried": 2,
+        "last_status": 503,
+        "last_error": None,
+        "retry_after": 120.0,
+        "tries_per_row": 4,
+        "since": "2023-11-14T22:13:20Z",
+    }
+    assert circuit.exhausted("a.test", Strike(503)) is None  # given up on once
+    assert [d.host for d in circuit.hosts()] == ["a.test"]
+
+
+def test_any_other_answer_resets_the_count_and_hosts_are_separate():
+    circuit = HostCircuit(down_after=2)
+    circuit.exhausted("a.test", Strike(None, "timeout", None, 3))
+    circuit.answered("a.test")
+    assert circuit.exhausted("a.test", Strike(None, "timeout", None, 3)) is None
+    assert circuit.exhausted("b.test", Strike(429)) is None
+    down = circuit.exhausted("a.test", Strike(None, "timeout", None, 3))
+    assert down is not None and "failed (timeout) on all 3 tries" in down.message()
+    assert circuit.unavailable("b.test") is None
+    assert HostCircuit(down_after=0).exhausted("a.test", Strike(503)) is None  # off
+
+
+def _circuit_middleware(**settings):
+    crawler = get_crawler(Spider, settings)
+    crawler.spider = crawler._create_spider("test")
+    return crawler, HostCircuitMiddleware.from_crawler(crawler)
+
+
+def test_circuit_middleware_counts_last_outcomes_and_fails_requests_of_a_down_host(caplog):
+    from scrapy.exceptions import DownloadTimeoutError
+
+    crawler, middleware = _circuit_middleware()
+    backoff = middleware.backoff
+    given_up = {"download_slot": "a.test", "retry_times": 3}
+    for i in range(2):
+        request = Request(f"http://a.test/{i}", meta=dict(given_up))
+        request.meta["urlcheck_retry_after"] = 60.0
+        assert middleware.process_request(request) is None
+        response = Response(request.url, status=503, request=request)
+        backoff.pause("a.test", attempt=4)
+        with caplog.at_level(logging.WARNING):
+            assert middleware.process_response(request, response) is response
+    assert not backoff.is_paused("a.test")  # its queued requests go on to fail at once
+    assert crawler.stats.get_value("urlcheck/hosts/unavailable") == 1
+    [record] = [r for r in caplog.records if r.name == "urlcheck.middlewares.circuit"]
+    assert "host a.test unavailable: 2 rows in a row answered 503 on all 4 tries" in record.message
+    later = Request("http://a.test/later", meta={"download_slot": "a.test"})
+    with pytest.raises(HostUnavailableError, match=r"a\.test unavailable") as raised:
+        middleware.process_request(later)
+    assert raised.value.unavailable.last.retry_after == 60.0
+    assert later.meta["urlcheck_retry_after"] == 60.0
+    # Its own refusal is not a network failure of the host; timeouts on the last try are.
+    middleware.process_exception(later, raised.value)
+    other = Request("http://b.test/", meta={"download_slot": "b.test"})
+    middleware.process_exception(other, DownloadTimeoutError("slow"))
+    assert middleware.circuit.unavailable("b.test") is None
+    middleware.process_exception(other, DownloadTimeoutError("slow"))
+    assert middleware.circuit.unavailable("b.test").last.error == "timeout"
+
+
+def test_circuit_middleware_is_off_with_zero():
+    from scrapy.exceptions import NotConfigured
+
+    with pytest.raises(NotConfigured):
+        _circuit_middleware(URLCHECK_HOST_DOWN_AFTER=0)
+
+
+# --- the learned pace -----------------------------------------------------------------------------
+
+
+def test_pace_doubles_on_429_and_honours_a_short_retry_after():
+    pace = HostPace(floor=0.3, maximum=10, ease_after=3)
+    assert pace.delay("a.test") == 0.3
+    assert pace.too_fast("a.test") == 0.6
+    assert pace.too_fast("a.test") == 1.2
+    assert pace.too_fast("a.test", retry_after=5) == 5
+    assert pace.too_fast("a.test", retry_after=3600) == 10  # an outage, not a pace: capped doubling
+    assert pace.delay("b.test") == 0.3
+    assert pace.learned()["a.test"].too_fast == 4 and "b.test" not in pace.learned()
+    assert HostPace(floor=0.0).too_fast("c.test") == 0.3  # from DOWNLOAD_DELAY=0 too
+    assert HostPace(enabled=False).too_fast("c.test") == 0.3
+
+
+def test_pace_eases_halfway_to_the_last_too_fast_delay_and_settles():
+    # A host that 429s anything closer than 1 s: the trace bench/politeness.py measures.
+    pace = HostPace(floor=0.3, maximum=10, ease_after=20)
+    limit, too_fast, trace = 1.0, 0, [pace.delay("h")]
+    for _ in range(200):
+        if pace.delay("h") < limit:
+            too_fast += 1
+            pace.too_fast("h")
+        else:
+            pace.answered("h")
+        if trace[-1] != round(pace.delay("h"), 3):
+            trace.append(round(pace.delay("h"), 3))
+    assert trace == [0.3, 0.6, 1.2, 0.9, 1.2, 1.05]
+    assert too_fast == 3
+
+
+def test_pace_forgets_a_429_after_long_clean_runs_and_eases_to_the_floor():
+    pace = HostPace(floor=0.3, maximum=10, ease_after=2)
+    pace.too_fast("h")  # 0.6, bad 0.3
+    for _ in range(2):
+        pace.answered("h")
+    assert pace.delay("h") == pytest.approx(0.45)  # halfway between 0.3 and 0.6
+    for _ in range(2 * 30):
+        pace.answered("h")
+    assert pace.delay("h") == 0.3
+
+
+def test_middleware_learns_the_pace_from_429_only():
+    crawler, middleware = _middleware(DOWNLOAD_DELAY=0.3)
+    pace = middleware.backoff.pace
+    request = Request("http://a.test/x", meta={"download_slot": "a.test"})
+    middleware.process_response(request, Response(request.url, status=503, request=request))
+    assert pace.delay("a.test") == pace.floor
+    middleware.process_response(request, Response(request.url, status=429, request=request))
+    assert pace.delay("a.test") == 2 * pace.floor
+    assert crawler.stats.get_value("urlcheck/pace/raised") == 1

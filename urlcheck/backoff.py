@@ -1,4 +1,5 @@
-"""Per-host back-off after 429/503: the schedule, Retry-After, and who is paused until when.
+"""Per-host back-off after 429/503: the schedule, Retry-After, and who is paused until when
+(with the hosts given up on, :mod:`urlcheck.circuit`, and learned delays, :mod:`urlcheck.pace`).
 
 Scrapy 2.19 has neither back-off nor Retry-After support; its retry re-sends a 429 as soon as
 the slot delay allows (every 0.3 s here). This module is the policy; the downloader middleware
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, NamedTuple
 
+from urlcheck.circuit import HostCircuit
+from urlcheck.pace import HostPace
 from urlcheck.settingsreader import SettingsReader
 
 if TYPE_CHECKING:
@@ -28,6 +31,11 @@ class BackoffConfig:
     retries: int = 3
     http_codes: tuple[int, ...] = (429, 503)
     log_interval: float = 30.0
+    down_after: int = 2
+    pace_enabled: bool = True
+    delay_floor: float = 0.3
+    delay_max: float = 10.0
+    ease_after: int = 20
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> BackoffConfig:
@@ -38,6 +46,11 @@ class BackoffConfig:
             retries=read.integer("URLCHECK_BACKOFF_RETRIES", 3),
             http_codes=read.int_list("URLCHECK_BACKOFF_HTTP_CODES", (429, 503)),
             log_interval=read.number("URLCHECK_BACKOFF_LOG_INTERVAL", 30.0, minimum=0.1),
+            down_after=read.integer("URLCHECK_HOST_DOWN_AFTER", 2, minimum=0),
+            pace_enabled=read.boolean("URLCHECK_HOST_PACE_ENABLED", True),
+            delay_floor=read.number("DOWNLOAD_DELAY", 0.3),
+            delay_max=read.number("URLCHECK_HOST_DELAY_MAX", 10.0),
+            ease_after=read.integer("URLCHECK_HOST_DELAY_EASE_AFTER", 20, minimum=1),
         )
 
     def wait(self, attempt: int, retry_after: float | None = None) -> float:
@@ -82,9 +95,19 @@ class HostBackoff:
     garbage-collected after 60 s, which would drop a 120 s back-off.
     """
 
-    def __init__(self, config: BackoffConfig, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self, config: BackoffConfig, clock: Clock = time.monotonic, wall: Clock = time.time
+    ) -> None:
         self.config = config
         self.clock = clock
+        # What else is known of each host, shared the same way: given up on, learned delay.
+        self.circuit = HostCircuit(config.down_after, wall)
+        self.pace = HostPace(
+            config.delay_floor,
+            config.delay_max,
+            config.ease_after,
+            enabled=config.pace_enabled,
+        )
         self._until: dict[str, float] = {}
         self._attempt: dict[str, int] = {}
         self._listeners: list[Callable[[str, float], None]] = []
@@ -102,6 +125,10 @@ class HostBackoff:
         for listener in self._listeners:
             listener(host, seconds)
         return seconds
+
+    def resume(self, host: str) -> None:
+        """End ``host``'s pause now (it has been given up on: its rows need no more waiting)."""
+        self._until.pop(host, None)
 
     def paused_until(self, host: str) -> float:
         """Monotonic time the host's pause ends (0.0 when not paused)."""

@@ -1,6 +1,6 @@
 """Names for the ways a hop can fail without a response: dns, connect, timeout, tls,
-too_large, connection_lost, blocked_address (and ``network`` for anything else), each with a
-message."""
+too_large, connection_lost, blocked_address, host_unavailable (and ``network`` for anything
+else), each with a message."""
 
 from __future__ import annotations
 
@@ -20,12 +20,14 @@ from twisted.internet import error as txerror
 from twisted.web.client import ResponseFailed, ResponseNeverReceived
 
 from urlcheck.addressguard import BlockedAddressError
+from urlcheck.circuit import HostUnavailableError
 
 if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
 _BY_TYPE: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
     ((BlockedAddressError,), "blocked_address"),
+    ((HostUnavailableError,), "host_unavailable"),
     ((CannotResolveHostError, txerror.DNSLookupError), "dns"),
     ((DownloadTimeoutError, txerror.TimeoutError, txerror.TCPTimedOutError), "timeout"),
     (

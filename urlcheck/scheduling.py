@@ -5,7 +5,8 @@ queue, where it occupies one of the CONCURRENT_REQUESTS places (``Downloader.act
 5 places and a 0.3 s delay that caps a crawl at ~17 requests/s whatever the number of hosts,
 and a host in back-off would hold places for minutes. So this queue hands out a request only
 when its host is ready: nothing of that host in the downloader, its delay elapsed, and not
-backing off. Requests that are not ready stay here, costing no place.
+backing off. Requests that are not ready stay here, costing no place. A host's delay is the
+larger of its Scrapy slot delay and the pace learned from its 429s (:mod:`urlcheck.pace`).
 
 Scrapy counts the delay between *dispatches*, but a request can reach the server later than
 its dispatch: the first one to a host also opens the connection, and an event-loop stall can
@@ -78,9 +79,11 @@ class PoliteHostQueue(DownloaderAwarePriorityQueue):
             if busy.get(key, 0) >= (slot.concurrency if slot else default_concurrency):
                 continue  # its download finishing schedules the engine again
             ready_at = self._backoff.paused_until(key)
-            if slot is not None and slot.delay:
-                since = max(slot.lastseen, self._done_at.get(key, 0.0))
-                ready_at = max(ready_at, since + slot.delay)
+            # The learned pace outlives Scrapy's slot (collected after 60 s idle).
+            delay = max(slot.delay if slot else 0.0, self._backoff.pace.delay(key))
+            if delay:
+                since = max(slot.lastseen if slot else 0.0, self._done_at.get(key, 0.0))
+                ready_at = max(ready_at, since + delay)
             if ready_at > now:
                 wake = min(wake, ready_at)
                 continue

@@ -66,6 +66,8 @@ DOWNLOAD_HANDLERS = {
 
 DOWNLOADER_MIDDLEWARES = {
     # process_request runs in ascending order, process_response in descending order.
+    # Below RetryMiddleware (550): sees each request's last outcome; gives up on down hosts.
+    "urlcheck.middlewares.circuit.HostCircuitMiddleware": 540,
     "urlcheck.middlewares.backoff.HostBackoffMiddleware": 560,
     # Off (NotConfigured) unless URLCHECK_PROXIES or URLCHECK_PROXY_FILE name proxies.
     "urlcheck.middlewares.proxy.ProxyPoolMiddleware": 580,
@@ -80,6 +82,7 @@ EXTENSIONS = {
     # Off (NotConfigured) unless URLCHECK_METRICS_PORT or URLCHECK_METRICS_FILE is set.
     "urlcheck.extensions.metrics.Metrics": 520,
     "urlcheck.extensions.summary.Summary": 500,
+    "urlcheck.extensions.hostreport.HostReport": 505,
     "urlcheck.extensions.proxyprobes.ProxyProbes": 510,
     "scrapy.extensions.telnet.TelnetConsole": None,
 }

@@ -1,4 +1,5 @@
-"""Per-host back-off on 429/503, as a downloader middleware (policy in :mod:`urlcheck.backoff`).
+"""Per-host back-off on 429/503, as a downloader middleware (policy in :mod:`urlcheck.backoff`),
+and the learned pace: a 429 also raises that host's delay (:mod:`urlcheck.pace`).
 
 It runs before Scrapy's RetryMiddleware in the response chain (priority 560 > 550) and turns a
 429/503 into (1) a pause of that host alone, which :class:`urlcheck.scheduling.PoliteHostQueue`
@@ -64,12 +65,17 @@ class HostBackoffMiddleware:
             )
 
     def process_response(self, request: Request, response: Response) -> Request | Response:
-        if response.status not in self.config.http_codes or request.meta.get("dont_retry"):
+        host = host_of(request)
+        if response.status not in self.config.http_codes:
+            self.backoff.pace.answered(host)
+            return response
+        retry_after = parse_retry_after(response.headers.get(b"Retry-After"))
+        if response.status == 429:
+            self._learn_pace(host, retry_after)
+        if request.meta.get("dont_retry"):
             return response
         stats, spider = self.crawler.stats, self.crawler.spider
         assert stats is not None and spider is not None
-        host = request.meta.get("download_slot") or urlparse_cached(request).hostname or ""
-        retry_after = parse_retry_after(response.headers.get(b"Retry-After"))
         if retry_after is not None:
             request.meta[m.RETRY_AFTER] = retry_after
         attempt = request.meta.get("retry_times", 0) + 1
@@ -98,3 +104,23 @@ class HostBackoffMiddleware:
             "" if retry_after is None else f", Retry-After {retry_after:.0f} s",
         )
         return retry
+
+    def _learn_pace(self, host: str, retry_after: float | None) -> None:
+        pace = self.backoff.pace
+        before = pace.delay(host)
+        after = pace.too_fast(host, retry_after)
+        if after > before:
+            assert self.crawler.stats is not None
+            self.crawler.stats.inc_value("urlcheck/pace/raised")
+            logger.info(
+                "Host %s answered 429 at %.2f s between requests: %.2f s from now on",
+                host,
+                before,
+                after,
+            )
+
+
+def host_of(request: Request) -> str:
+    """The host a request counts against: its download slot (the spider sets it per hop)."""
+    slot: str | None = request.meta.get("download_slot")
+    return slot or urlparse_cached(request).hostname or ""
