@@ -8,22 +8,28 @@ Prints one line per figure, each a ratio against a bound or a baseline from the 
   4. max requests in flight per host, smallest gap between request starts per host
   5. peak RSS in the first 60 s of a 1,000,000-row crawl over 50 hosts, and its request rate
      against the allowed rate; then URLs/s with politeness relaxed by settings
+  6. a host answering 503 to everything (60 rows, URLCHECK_BACKOFF_BASE=1): time until all its
+     rows have their lines / two back-off ladders; healthy hosts' finishing time with it / without
+  7. 100 rows on a host that 429s arrivals closer than 1 s apart: 429s received and wall time
+     with the learned pace, against the same crawl with URLCHECK_HOST_PACE_ENABLED=False
 
 Wall time is measured on the servers' side (first arrival to last arrival of the run's
 requests), so interpreter start-up is not counted against the crawl.
 
-Usage: python bench/politeness.py [--quick] [--skip-million]
+Usage: python bench/politeness.py [--quick] [--skip-million] [--only-hostile] [--pace-base S]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +93,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="20 URLs per host instead of 100")
     parser.add_argument("--skip-million", action="store_true")
     parser.add_argument("--only-million", action="store_true")
+    parser.add_argument("--only-hostile", action="store_true", help="figures 6 and 7 only")
+    parser.add_argument(
+        "--pace-base",
+        type=float,
+        default=30.0,
+        help="URLCHECK_BACKOFF_BASE for figure 7 (30 = the default; today's behaviour then takes "
+        "about 100 x 30 s, so the baseline run is cut at --baseline-rows rows)",
+    )
+    parser.add_argument("--baseline-rows", type=int, default=10)
     opts = parser.parse_args()
     per_host = 20 if opts.quick else 100
     tmp = Path(tempfile.mkdtemp(prefix="urlcheck-bench-"))
@@ -94,6 +109,10 @@ def main() -> None:
     all_logs: list[dict[str, Any]] = []
     if opts.only_million:
         print("\n".join(["", "urlcheck politeness benchmark", *million(tmp)]))
+        return
+    if opts.only_hostile:
+        lines = [*down_host(tmp, per_host), *learned_pace(tmp, opts.pace_base, opts.baseline_rows)]
+        print("\n".join(["", "urlcheck politeness benchmark", *lines]))
         return
 
     with SiteServer([*HEALTHY, FAULTY], log_path=tmp / "site.jsonl") as site:
@@ -161,6 +180,8 @@ def main() -> None:
             f"{min(gaps) / 0.290:.3f} of 290 ms (must be >= 1)"
         )
 
+    figures += down_host(tmp, per_host)
+    figures += learned_pace(tmp, opts.pace_base, opts.baseline_rows)
     if not opts.skip_million:
         figures += million(tmp)
     print("\n".join(["", "urlcheck politeness benchmark", *figures]))
@@ -209,6 +230,73 @@ def million(tmp: Path) -> list[str]:
             f"{len(relaxed) / span(relaxed):6.1f} URLs/s at the server, "
             f"{6000 / wall:6.1f} URLs/s including start-up ({wall:.1f} s for 6000)"
         )
+    return lines
+
+
+def _iso(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def down_host(tmp: Path, per_host: int) -> list[str]:
+    """Figure 6: the per-host circuit."""
+    with SiteServer([*HEALTHY, FAULTY], log_path=tmp / "down.jsonl") as site:
+
+        def healthy(tag: str) -> list[str]:
+            return [site.url(h, f"/ok?run={tag}&i={i}") for h in HEALTHY for i in range(per_host)]
+
+        crawl(write_csv(tmp / "down-base.csv", healthy("downbase")), tmp / "down-base.jsonl")
+        baseline = span(run_log(site, "downbase"))
+        down = [site.url(FAULTY, f"/always/503?run=down&i={i}") for i in range(60)]
+        out = tmp / "down.jsonl.out"
+        crawl(write_csv(tmp / "down.csv", down + healthy("down")), out, "URLCHECK_BACKOFF_BASE=1")
+        log = run_log(site, "down")
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        start = min(e["t_arrival"] for e in log)
+        done = max(_iso(r["checked_at"]) for r in rows if f"{FAULTY}:" in r["url"])
+        ladders = 2 * (1 + 2 + 4)
+        skipped = sum(1 for r in rows if r["error"] == "host_unavailable")
+        sent = sum(1 for e in log if e["host"] == FAULTY)
+        with_down = span(log, HEALTHY)
+    return [
+        f"6. 60 rows on a host down for everyone: all lines after {done - start:6.2f} s / two "
+        f"ladders {ladders} s = {(done - start) / ladders:.3f} (target <= 1.05; {sent} requests, "
+        f"{skipped} rows host_unavailable); healthy hosts {with_down:6.2f} s / {baseline:6.2f} s "
+        f"without = {with_down / baseline:.3f} (target <= 1.05)"
+    ]
+
+
+def learned_pace(tmp: Path, base: float, baseline_rows: int) -> list[str]:
+    """Figure 7: the learned pace, against today's behaviour (the pace off)."""
+    lines = []
+    with SiteServer([FAULTY], log_path=tmp / "pace.jsonl", min_gap=1.0) as site:
+        runs = {}
+        for tag, rows, settings in (
+            ("learned", 100, ()),
+            ("today", baseline_rows, ("URLCHECK_HOST_PACE_ENABLED=False",)),
+        ):
+            urls = [site.url(FAULTY, f"/ok?run={tag}&i={i}") for i in range(rows)]
+            crawl(
+                write_csv(tmp / f"pace-{tag}.csv", urls),
+                tmp / f"pace-{tag}.jsonl",
+                f"URLCHECK_BACKOFF_BASE={base}",
+                *settings,
+            )
+            log = run_log(site, tag)
+            rejected = sum(1 for e in log if e["rejected"])
+            # Each 429 paused the host for the back-off base (its row's first strike).
+            runs[tag] = (rows, rejected, span(log), rejected * base)
+    rows, rejected, wall, pauses = runs["learned"]
+    bound = 100 + pauses
+    lines.append(
+        f"7. 100 rows on a host that 429s arrivals < 1 s apart (back-off base {base:g} s): "
+        f"{rejected} 429s (target <= 3), wall {wall:6.1f} s / 1.2 x (100 s + {pauses:g} s of "
+        f"pauses) = {wall / (1.2 * bound):.3f} (target <= 1)"
+    )
+    rows, rejected, wall, pauses = runs["today"]
+    lines.append(
+        f"7b. today's behaviour (pace off), {rows} rows: {rejected} 429s, wall {wall:6.1f} s "
+        f"({wall / rows:.2f} s a row against {runs['learned'][2] / 100:.2f} s learned)"
+    )
     return lines
 
 

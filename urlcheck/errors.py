@@ -1,6 +1,6 @@
 """Names for the ways a hop can fail without a response: dns, connect, timeout, tls,
-too_large, connection_lost, blocked_address, host_unavailable (and ``network`` for anything
-else), each with a message."""
+too_large, connection_lost, blocked_address, host_unavailable, robots_disallowed, ignored (and
+``network`` for anything else), each with a message."""
 
 from __future__ import annotations
 
@@ -77,6 +77,10 @@ def classify_exception(exc: BaseException) -> tuple[str, str]:
                 return kind, message
     if isinstance(exc, (DownloadCancelledError, IgnoreRequest)) and "size" in message:
         return "too_large", message
+    if isinstance(exc, IgnoreRequest):  # a component refused the request: say which, if known
+        if "robots.txt" in message:
+            return "robots_disallowed", message
+        return "ignored", message
     if isinstance(exc, (DownloadFailedError, ResponseFailed, ResponseNeverReceived)):
         return "connection_lost", message
     return "network", f"{type(exc).__name__}: {message}"

@@ -39,6 +39,9 @@ HTTPERROR_ALLOW_ALL = True
 RETRY_HTTP_CODES: list[int] = []
 RETRY_TIMES = 2
 DOWNLOAD_TIMEOUT = 20
+# URL length is judged by the spider (URLCHECK_MAX_URL_LENGTH): an over-long URL or Location gets
+# its line with url_too_long, where Scrapy's UrlLengthMiddleware (2,083) drops it silently.
+URLLENGTH_LIMIT = 0
 # Bodies are cut at URLCHECK_BODY_MAX_BYTES by urlcheck.middlewares.bodycap; no Scrapy-side limit.
 DOWNLOAD_MAXSIZE = 0
 DOWNLOAD_WARNSIZE = 0
