@@ -76,6 +76,10 @@ DOWNLOADER_MIDDLEWARES = {
     "urlcheck.middlewares.proxy.ProxyPoolMiddleware": 580,
     "urlcheck.middlewares.bodycap.BodyCapMiddleware": 595,
 }
+SPIDER_MIDDLEWARES = {
+    # Closest to the spider: a callback that raises still gives its row a line (internal_error).
+    "urlcheck.middlewares.rowerrors.RowErrorsMiddleware": 950,
+}
 ITEM_PIPELINES = {
     "urlcheck.pipelines.ResultsPipeline": 300,
 }
