@@ -25,7 +25,7 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from urlcheck.config import ConfigError, SettingsReader
+from urlcheck.settingsreader import ConfigError, SettingsReader
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

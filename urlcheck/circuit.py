@@ -14,12 +14,12 @@ feeds it and applies it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-Clock = Callable[[], float]
+if TYPE_CHECKING:
+    from urlcheck.clock import Clock
 
 
 @dataclass(frozen=True, slots=True)

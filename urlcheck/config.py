@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from urlcheck.addressguard import AddressPolicy
 from urlcheck.backoff import BackoffConfig
 from urlcheck.jobs.status import STUCK_AFTER_SECONDS
 from urlcheck.proxyconfig import ProxySettings
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 __all__ = [
+    "AddressPolicy",
     "BackoffConfig",
     "CheckConfig",
     "ConfigError",
@@ -170,6 +172,7 @@ class UrlcheckConfig:
     backoff: BackoffConfig
     jobs: JobControlConfig
     proxies: ProxySettings | None  # None: no proxies configured, the crawl runs direct
+    addresses: AddressPolicy
     metrics: MetricsConfig = MetricsConfig()
     progress_interval: float = 30.0  # 0: no progress line
     body_max_bytes: int = 256 * 1024
@@ -185,6 +188,7 @@ class UrlcheckConfig:
             backoff=BackoffConfig.from_settings(settings),
             jobs=JobControlConfig.from_settings(settings),
             proxies=ProxySettings.from_settings(settings),
+            addresses=AddressPolicy.from_settings(settings),
             metrics=MetricsConfig.from_settings(settings),
             progress_interval=progress_interval(settings),
             body_max_bytes=read.integer("URLCHECK_BODY_MAX_BYTES", 256 * 1024, minimum=1024),

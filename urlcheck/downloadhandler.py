@@ -43,6 +43,7 @@ from zope.interface import implementer  # type: ignore[import-untyped]
 
 from urlcheck import meta as m
 from urlcheck.addressguard import AddressPolicy, IPAddress, literal_address
+from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -214,7 +215,7 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        self.policy = AddressPolicy.from_settings(crawler.settings)
+        self.policy = runtime(crawler).config.addresses
         self._pools: dict[tuple[bool, tuple[str, int] | None], HTTPConnectionPool] = {}
 
     def pool_for(
