@@ -5,6 +5,7 @@ Every row ends with exactly one line, whatever the host does."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from collections import Counter
@@ -12,10 +13,15 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from scrapy.crawler import AsyncCrawlerRunner
+from scrapy.exceptions import DropItem, IgnoreRequest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from tests.conftest import crawl, write_csv
+from tests.conftest import crawl, project_settings, write_csv
 from tests.sitefixture import SiteServer
+from urlcheck.commands.crawl import exit_code
+from urlcheck.jobs.exitcodes import ExitCode
+from urlcheck.spiders.check import CheckSpider
 
 pytestmark = pytest.mark.crawl
 
@@ -210,3 +216,141 @@ def test_slow_hanging_huge_bombs_and_bad_locations_each_get_their_line(site, tmp
     assert rows["drop"]["error"] == "connection_lost" and rows["reset"]["error"] is not None
     # 300 MB bodies and a 1 GiB bomb are never held: measured 85 MB before issue 10.
     assert peak < 200, f"peak RSS {peak} MiB"
+
+
+# --- 4. no row is ever dropped ------------------------------------------------------------------
+
+
+class IgnoreSomeRequests:
+    """A downloader middleware of someone's project that refuses some requests."""
+
+    def process_request(self, request):
+        if "ignore-me" in request.url:
+            raise IgnoreRequest("refused by a project middleware")
+
+
+class DropSomeLines:
+    """An item pipeline that loses a row's line: the end-of-run check must say so."""
+
+    def process_item(self, item):
+        if item.row == 2:
+            raise DropItem("lost on purpose")
+        return item
+
+
+class CheckSpiderWithABug(CheckSpider):
+    name = "check_with_a_bug"
+
+    def parse_hop(self, response):
+        if "/ok?bug" in response.url:
+            raise ValueError("a bug in the callback")
+        return super().parse_hop(response)
+
+
+def _growing_location(site, tag: str) -> tuple[str, str]:
+    """A row of about 2,070 characters whose Location resolves to about 3,030: 1,000 latin-1
+    bytes, sent as hex (2 characters each), become %E9 (3 each) in the resolved URL."""
+    location = b"/ok?pad=" + b"\xe9" * 1000
+    row = site.url("127.0.0.4", f"/raw-location/301?id={tag}&hex={location.hex()}")
+    target = site.url("127.0.0.4", "/ok?pad=" + "%E9" * 1000)
+    return row, target
+
+
+@deferred_f_from_coro_f
+async def test_an_over_long_location_ends_its_row_with_url_too_long(site, tmp_path):
+    long_row, long_target = _growing_location(site, "long")
+    rows = [
+        long_row,
+        site.url("127.0.0.4", "/ok?id=long"),
+        site.url("127.0.0.4", "/ok?id=long&pad=" + "y" * 2600),
+    ]
+    assert len(long_row) < 2500 < len(long_target)
+    csv = write_csv(tmp_path / "in.csv", "url\n" + "\n".join(rows) + "\n")
+    results, crawler = await crawl(
+        csv, tmp_path / "out.jsonl", **SEQUENTIAL, URLCHECK_MAX_URL_LENGTH=2500
+    )
+    rows = by_row(results)
+    assert sorted(rows) == [1, 2, 3]
+    assert rows[1]["error"] == "url_too_long" and rows[1]["status"] == 301
+    assert rows[1]["chain"][0]["location"] == long_target  # the Location is kept
+    assert rows[1]["error_message"] == (
+        f"URL of {len(long_target):,} characters, over 2,500 (URLCHECK_MAX_URL_LENGTH): "
+        "not requested"
+    )
+    assert rows[2]["status"] == 200
+    # An input row over the limit gets its line without a request.
+    assert rows[3]["error"] == "url_too_long" and rows[3]["status"] is None
+    assert not [e for e in site.log() if "pad=yyy" in e["path"]]
+    assert crawler.stats.get_value("urlcheck/rows_missing") is None
+
+
+@deferred_f_from_coro_f
+async def test_a_request_dropped_by_a_component_still_ends_its_row(site, tmp_path):
+    # Scrapy's own UrlLengthMiddleware, switched back on by a user, drops the over-long hop
+    # without an answer or an error: the row is found open when nothing is in flight.
+    long_row, long_target = _growing_location(site, "drop")
+    rows = [long_row, site.url("127.0.0.4", "/ok?id=drop")]
+    csv = write_csv(tmp_path / "in.csv", "url\n" + "\n".join(rows) + "\n")
+    results, crawler = await crawl(csv, tmp_path / "out.jsonl", **SEQUENTIAL, URLLENGTH_LIMIT=2083)
+    rows = by_row(results)
+    assert sorted(rows) == [1, 2]
+    assert rows[1]["error"] == "ignored" and rows[1]["status"] == 301
+    assert [h.get("error") for h in rows[1]["chain"]] == [None, "ignored"]
+    assert rows[1]["chain"][1]["url"] == long_target
+    assert rows[2]["status"] == 200
+    assert crawler.stats.get_value("urlcheck/rows_missing") is None
+
+
+@deferred_f_from_coro_f
+async def test_ignored_robots_and_callback_errors_get_their_lines(site, tmp_path, caplog):
+    u = site.url
+    rows = [
+        u("127.0.0.3", "/ok?id=ignore-me"),
+        u("127.0.0.3", "/robots-disallowed/page?id=robots"),
+        u("127.0.0.3", "/redirect/301?to=/ok%3Fbug%3D1&id=bug"),
+        u("127.0.0.3", "/ok?id=fine"),
+    ]
+    csv = write_csv(tmp_path / "in.csv", "url\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "out.jsonl"
+    runner = AsyncCrawlerRunner(
+        project_settings(
+            **SEQUENTIAL,
+            ROBOTSTXT_OBEY=True,
+            DOWNLOADER_MIDDLEWARES={"tests.test_hostile.IgnoreSomeRequests": 500},
+        )
+    )
+    crawler = runner.create_crawler(CheckSpiderWithABug)
+    with caplog.at_level(logging.ERROR):
+        await runner.crawl(crawler, csv=str(csv), out=str(out))
+    rows = by_row([json.loads(line) for line in out.read_text().splitlines()])
+    assert sorted(rows) == [1, 2, 3, 4]
+    assert rows[1]["error"] == "ignored"
+    assert rows[1]["error_message"] == "refused by a project middleware"
+    assert rows[2]["error"] == "robots_disallowed" and rows[2]["status"] is None
+    assert rows[3]["error"] == "internal_error" and rows[3]["hops"] == 1
+    assert rows[3]["chain"][-1]["status"] == 200
+    assert "ValueError: a bug in the callback" in rows[3]["error_message"]
+    assert rows[4]["status"] == 200 and rows[4]["error"] is None
+    assert any("Internal error while handling" in r.message for r in caplog.records)
+    assert crawler.stats.get_value("urlcheck/internal_errors") == 1
+
+
+@deferred_f_from_coro_f
+async def test_a_row_without_its_line_is_an_error_and_a_non_zero_exit(site, tmp_path, caplog):
+    rows = [site.url("127.0.0.3", f"/ok?id=gap&i={i}") for i in range(3)]
+    csv = write_csv(tmp_path / "in.csv", "url\n" + "\n".join(rows) + "\n")
+    with caplog.at_level(logging.ERROR):
+        results, crawler = await crawl(
+            csv,
+            tmp_path / "out.jsonl",
+            **SEQUENTIAL,
+            ITEM_PIPELINES={
+                "tests.test_hostile.DropSomeLines": 100,
+                "urlcheck.pipelines.ResultsPipeline": 300,
+            },
+        )
+    assert sorted(r["row"] for r in results) == [1, 3]
+    assert crawler.stats.get_value("urlcheck/rows_missing") == 1
+    [record] = [r for r in caplog.records if "have no result line" in r.message]
+    assert record.levelno == logging.ERROR and "(rows 2)" in record.message
+    assert exit_code(crawler) == ExitCode.ROWS_MISSING

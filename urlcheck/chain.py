@@ -6,7 +6,8 @@ The rules, in order: a HEAD answered 405/501 is asked again with GET (the hop is
 recorded); a hop every proxy was blocked on ends the row (``blocked``); a redirect status, or
 any 3xx with a Location, is followed unless the Location is bad (``bad_location``,
 ``unsupported_scheme``), revisits a URL of the chain (``loop``) or would exceed ``max_hops``
-(``too_many_hops``); a 3xx without Location is ``bad_location``; a meta refresh on a 2xx page
+(``too_many_hops``) or is longer than ``max_url_length`` (``url_too_long``, the Location kept);
+a 3xx without Location is ``bad_location``; a meta refresh on a 2xx page
 is followed only when ``follow_meta_refresh`` is on (it is always reported).
 
 Locations and meta refresh targets are resolved as browsers resolve them (urlcheck.urls); the
@@ -78,6 +79,7 @@ Step = Follow | Finish
 class ChainRules:
     max_hops: int = 10
     follow_meta_refresh: bool = False
+    max_url_length: int = 65_536
 
     def on_answer(self, task: RowTask, chain: list[Hop], answer: Answer) -> Step:
         """Record the answer in ``chain`` (in place) and say what comes next."""
@@ -135,7 +137,15 @@ class ChainRules:
                 error="too_many_hops",
                 error_message=f"more than {self.max_hops} redirects (URLCHECK_MAX_HOPS)",
             )
+        if len(target) > self.max_url_length:
+            return Finish(error="url_too_long", error_message=too_long(target, self.max_url_length))
         return Follow(target)
+
+
+def too_long(url: str, limit: int) -> str:
+    return (
+        f"URL of {len(url):,} characters, over {limit:,} (URLCHECK_MAX_URL_LENGTH): not requested"
+    )
 
 
 def _as_sent(location: bytes | str | None) -> str | None:

@@ -75,6 +75,9 @@ class CheckConfig:
     max_chain_hops: int | None = None
     rows_ahead_per_host: int = 2
     rows_ahead: int = 200
+    # Browsers follow far longer URLs than IE's 2,083 (Chrome 2 MB, Firefox and Safari 64K+);
+    # a server that will not take one answers 414, which is a result.
+    max_url_length: int = 65_536
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CheckConfig:
@@ -90,6 +93,7 @@ class CheckConfig:
             max_chain_hops=read.optional_integer("URLCHECK_MAX_CHAIN_HOPS", minimum=0),
             rows_ahead_per_host=read.integer("URLCHECK_ROWS_AHEAD_PER_HOST", 2, minimum=1),
             rows_ahead=read.integer("URLCHECK_ROWS_AHEAD", 200, minimum=1),
+            max_url_length=read.integer("URLCHECK_MAX_URL_LENGTH", 65_536, minimum=16),
         )
 
 

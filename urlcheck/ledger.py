@@ -62,6 +62,9 @@ class RowLedger(Generic[T]):
             self._written.add(row)
             self.written_count += 1
 
+    def has_open(self) -> bool:
+        return bool(self._open)
+
     def open_tasks(self) -> dict[int, T]:
         return dict(self._open)
 

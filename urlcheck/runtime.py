@@ -15,13 +15,16 @@ from urlcheck.backoff import HostBackoff
 from urlcheck.config import UrlcheckConfig
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
 
     from urlcheck.feeder import HostFeeder
     from urlcheck.jobs.context import JobContext
     from urlcheck.proxypool import ProxyPool
+    from urlcheck.results import Result
     from urlcheck.resultsfile import ResultsPlan
 
 
@@ -36,6 +39,8 @@ class Runtime:
         self.total_rows = 0
         # Set by the proxy middleware when proxies are configured:
         self.proxy_pool: ProxyPool | None = None
+        # Set by the check spider: the line of a row whose callback raised (None: not a row's).
+        self.row_error: Callable[[Response, BaseException], Result | None] | None = None
 
     @property
     def results_path(self) -> Path | None:

@@ -9,6 +9,8 @@ downloader and its slots that urlcheck's politeness needs and Scrapy has no API 
 - ``downloader.slots[key].lastseen / .delay / .concurrency`` and ``domain_concurrency``: when a
   host last dispatched, its delay (AutoThrottle may raise it) and its concurrency.
 - ``DownloaderAwarePriorityQueue._downloader_interface``: how the queue reaches the downloader.
+- ``engine.scraper.slot.is_idle()``: whether responses or items are still being processed; with
+  the downloader and scheduler empty, a row still open was dropped by some component.
 
 pyproject pins ``scrapy<2.20`` because of them; :func:`check` (run when the queue is built,
 and by tests/test_scrapy_internals.py) names what changed if an upgrade moves one.
@@ -62,6 +64,19 @@ def default_concurrency(downloader: Downloader) -> int:
 def active_hosts(downloader: Downloader) -> int:
     """Hosts with a request in the downloader now."""
     return sum(1 for slot in downloader.slots.values() if slot.active)
+
+
+def nothing_in_flight(engine: ExecutionEngine) -> bool:
+    """No request in the downloader or the scheduler and no response or item being processed
+    (``engine.spider_is_idle()`` says False while ``start()`` runs, which is when the check
+    spider asks)."""
+    if engine.paused or engine.downloader.active:
+        return False
+    scheduler = engine.scheduler
+    if scheduler is None or scheduler.has_pending_requests():
+        return False
+    slot = engine.scraper.slot
+    return slot is None or slot.is_idle()
 
 
 def wake_engine(engine: ExecutionEngine | None) -> None:

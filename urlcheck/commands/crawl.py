@@ -31,6 +31,8 @@ def exit_code(crawler: Crawler) -> ExitCode:
     reason = stats.get("finish_reason")
     if reason == "input_error":
         return ExitCode.INPUT_ERROR
+    if stats.get("urlcheck/rows_missing"):  # never silence: a row fed without its line
+        return ExitCode.ROWS_MISSING
     jobdir = crawler.settings.get("JOBDIR")
     meta = JobMeta.load(Path(jobdir)) if jobdir else None
     if meta is not None:  # the whole job's verdicts, not only this run's

@@ -172,6 +172,13 @@ async def ok(exchange: Exchange) -> Reply:
     return page(200, "ok")
 
 
+@route("/robots.txt")
+async def robots(exchange: Exchange) -> Reply:
+    """robots.txt that disallows /robots-disallowed/ to every user agent (all else allowed)."""
+    text = "User-agent: *\nDisallow: /robots-disallowed/\n"
+    return Response(200, (("Content-Type", "text/plain"),), text.encode("ascii"))
+
+
 @route("/status/{code}")
 async def status(exchange: Exchange, code: str) -> Reply:
     """That status (200-599), with a small HTML body (none for 204 and 304)."""

@@ -17,6 +17,7 @@ class ExitCode(IntEnum):
     CANCELLED = 5  # cancelled with `scrapy job cancel`; results kept
     LOCKED = 6  # another process is running this job
     NOT_RUNNING = 7  # `scrapy job pause|resume`: no crawl is running this job
+    ROWS_MISSING = 8  # finished, but rows fed to the crawl have no result line (a bug: see log)
 
 
 def exit_code_for(meta: JobMeta) -> ExitCode:

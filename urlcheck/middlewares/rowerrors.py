@@ -10,18 +10,15 @@ crawl goes on.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Self
+
+from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
-
-
-class RowSpider(Protocol):
-    def internal_error(self, response: Response, exception: BaseException) -> Any | None:
-        """The line of the row ``response`` belongs to, or None when it belongs to no row."""
 
 
 class RowErrorsMiddleware:
@@ -35,8 +32,7 @@ class RowErrorsMiddleware:
     def process_spider_exception(
         self, response: Response, exception: Exception
     ) -> list[Any] | None:
-        spider: RowSpider | None = self.crawler.spider  # type: ignore[assignment]
-        build = getattr(spider, "internal_error", None)
+        build = runtime(self.crawler).row_error
         line = build(response, exception) if build is not None else None
         if line is None:
             return None  # not a row's response: Scrapy logs it as usual

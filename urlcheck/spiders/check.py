@@ -16,19 +16,21 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from scrapy import Request, Spider
+from scrapy import Request, Spider, signals
 from scrapy.exceptions import CloseSpider
 from scrapy.http import TextResponse
 
 from urlcheck import meta as m
+from urlcheck import scrapyinternals as internals
 from urlcheck.addressguard import is_public
-from urlcheck.chain import Answer, ChainRules, Finish, Step
+from urlcheck.chain import Answer, ChainRules, Finish, Step, too_long
 from urlcheck.config import resolve_user_agent
 from urlcheck.csvinput import CsvSource, InputError, Record
 from urlcheck.errors import classify_failure
 from urlcheck.feeder import HostFeeder
 from urlcheck.jobs.errors import JobError
-from urlcheck.results import Hop, Result, RowTask, build_result
+from urlcheck.ledger import RowLedger
+from urlcheck.results import Hop, Result, RowTask, build_result, hop
 from urlcheck.resultsfile import plan_results
 from urlcheck.runtime import Runtime, runtime
 from urlcheck.urls import InvalidURL, host_key, normalise_input, without_userinfo
@@ -81,18 +83,27 @@ class CheckSpider(Spider):
         spider.runtime = runtime(crawler)
         config = spider.runtime.config.check
         spider.method = config.method
-        spider.chain_rules = ChainRules(config.max_hops, config.follow_meta_refresh)
+        spider.chain_rules = ChainRules(
+            config.max_hops, config.follow_meta_refresh, config.max_url_length
+        )
         spider.rules = VerdictRules(
             ignore_trailing_slash=config.ignore_trailing_slash,
             temporary_redirect=config.temporary_redirect,
             max_chain_hops=config.max_chain_hops,
         )
+        spider.ledger = RowLedger()
+        spider.runtime.row_error = spider.internal_error
+        crawler.signals.connect(spider._line_written, signal=signals.item_scraped)
+        crawler.signals.connect(spider._check_every_row, signal=signals.spider_closed)
         return spider
 
     runtime: Runtime
     method: str
     chain_rules: ChainRules
     rules: VerdictRules
+    # Rows fed, their latest request while open, and rows whose line was written: no row may
+    # end without a line, whatever drops its request (urlcheck.ledger).
+    ledger: RowLedger[Request]
 
     # --- feeding rows ----------------------------------------------------------------------------
 
@@ -142,16 +153,31 @@ class CheckSpider(Spider):
                 shaping_settings={name: settings.get(name) for name in SHAPING_SETTINGS},
                 paused_hosts=rt.backoff.paused,
             )
+        ledger = self.ledger
         for row, offset in invalid:
+            ledger.fed(row)
             yield self._invalid_result(source.read_at(offset, row))
-        while not feeder.exhausted:
-            ref = feeder.take()
+        # Until every row fed has its line: a row whose request was dropped is found (and given
+        # its line) only once nothing else is left in flight.
+        idle_checks = 0
+        while not feeder.exhausted or ledger.has_open():
+            ref = None if feeder.exhausted else feeder.take()
             if ref is None:
                 await self._wait_for_room()
+                idle_checks = idle_checks + 1 if self._nothing_in_flight() else 0
+                if idle_checks >= 2:  # twice, 0.5 s apart: not a request between two steps
+                    idle_checks = 0
+                    for line in self._lost_rows():
+                        yield line
                 continue
             task = self._task(source.read_at(ref.offset, ref.row), ref.host_id)
-            assert task.requested_url is not None
-            yield self._request(task, task.requested_url, [])
+            url = task.requested_url
+            assert url is not None
+            if len(url) > self.chain_rules.max_url_length:
+                ledger.fed(task.row)
+                yield self._url_too_long(task, url)
+                continue
+            yield self._request(task, url, [])
 
     async def _wait_for_room(self) -> None:
         # Woken when a row finishes; the timeout covers hosts whose back-off ends.
@@ -167,6 +193,7 @@ class CheckSpider(Spider):
     _room: asyncio.Future[None] | None = None
 
     def _row_finished(self, task: RowTask) -> None:
+        self.ledger.finished(task.row)
         feeder = self.runtime.feeder
         if feeder is not None and task.host_id >= 0:
             feeder.done(task.host_id)
@@ -192,6 +219,75 @@ class CheckSpider(Spider):
             message = "invalid URL"
         return build_result(task, [], rules=self.rules, error="invalid_url", error_message=message)
 
+    def _url_too_long(self, task: RowTask, url: str) -> Result:
+        limit = self.chain_rules.max_url_length
+        chain = [hop(url, error="url_too_long")]
+        result = build_result(
+            task, chain, rules=self.rules, error="url_too_long", error_message=too_long(url, limit)
+        )
+        self._row_finished(task)
+        return result
+
+    # --- no row without a line -------------------------------------------------------------------
+
+    def _nothing_in_flight(self) -> bool:
+        engine = self.crawler.engine
+        return engine is not None and internals.nothing_in_flight(engine)
+
+    def _lost_rows(self) -> list[Result]:
+        """Lines for rows still open when nothing is in flight: some component dropped their
+        request without an answer or an error (a middleware filtering it, for instance)."""
+        lost = self.ledger.open_tasks()
+        if not lost:
+            return []
+        logger.error(
+            "%d rows had their request dropped without an answer by a Scrapy component "
+            "(rows %s): recorded with error 'ignored'",
+            len(lost),
+            ", ".join(str(row) for row in sorted(lost)[:20]),
+        )
+        lines = []
+        for request in lost.values():
+            chain: list[Hop] = [*request.meta[m.CHAIN]]
+            end = self.chain_rules.on_failure(
+                chain,
+                request.url,
+                "ignored",
+                "the request was dropped by a Scrapy component without an answer or an error",
+            )
+            lines.append(self._finish(request, chain, end))
+        return lines
+
+    def internal_error(self, response: Response, exception: BaseException) -> Result | None:
+        """The line of the row whose callback raised ``exception`` (RowErrorsMiddleware)."""
+        if m.TASK not in response.meta:
+            return None
+        chain: list[Hop] = [*response.meta[m.CHAIN]]
+        message = f"urlcheck failed on this answer ({type(exception).__name__}: {exception})"
+        end = self.chain_rules.on_failure(chain, response.url, "internal_error", message)
+        chain[-1]["status"] = response.status
+        return self._finish(response, chain, end)
+
+    def _line_written(self, item: object) -> None:
+        if isinstance(item, Result):
+            self.ledger.written(item.row)
+
+    def _check_every_row(self, reason: str) -> None:
+        if reason != "finished":
+            return  # paused, cancelled or stopped: the rows left are for the resume
+        count, first = self.ledger.missing()
+        if not count:
+            return
+        assert self.crawler.stats is not None
+        self.crawler.stats.set_value("urlcheck/rows_missing", count)
+        logger.error(
+            "%d rows fed to the crawl have no result line (rows %s%s): results are incomplete; "
+            "this is a bug, please report it",
+            count,
+            ", ".join(map(str, first)),
+            ", ..." if count > len(first) else "",
+        )
+
     # --- one hop ---------------------------------------------------------------------------------
 
     def _request(
@@ -204,7 +300,7 @@ class CheckSpider(Spider):
         method: str | None = None,
         after_public: bool = False,
     ) -> Request:
-        return Request(
+        request = Request(
             without_userinfo(url),
             method=method or self.method,
             callback=self.parse_hop,
@@ -224,6 +320,8 @@ class CheckSpider(Spider):
                 m.AFTER_PUBLIC: after_public,
             },
         )
+        self.ledger.fed(task.row, request)
+        return request
 
     @staticmethod
     def _retries(meta: dict[str, Any]) -> int:
@@ -249,8 +347,12 @@ class CheckSpider(Spider):
 
     def hop_failed(self, failure: Failure) -> Result:
         request: Request = failure.request  # type: ignore[attr-defined]
-        kind, message = classify_failure(failure)
         chain: list[Hop] = [*request.meta[m.CHAIN]]
+        try:
+            kind, message = classify_failure(failure)
+        except Exception as exc:  # an errback that raised would leave the row without a line
+            logger.exception("Internal error classifying %r for %s", failure.value, request.url)
+            kind, message = "internal_error", f"urlcheck failed on this error ({exc!r})"
         return self._finish(
             request, chain, self.chain_rules.on_failure(chain, request.url, kind, message)
         )
