@@ -244,8 +244,8 @@ def down_host(tmp: Path, per_host: int) -> list[str]:
         def healthy(tag: str) -> list[str]:
             return [site.url(h, f"/ok?run={tag}&i={i}") for h in HEALTHY for i in range(per_host)]
 
-        crawl(write_csv(tmp / "down-base.csv", healthy("downbase")), tmp / "down-base.jsonl")
-        baseline = span(run_log(site, "downbase"))
+        crawl(write_csv(tmp / "down-base.csv", healthy("calm")), tmp / "down-base.jsonl")
+        baseline = span(run_log(site, "calm"))
         down = [site.url(FAULTY, f"/always/503?run=down&i={i}") for i in range(60)]
         out = tmp / "down.jsonl.out"
         crawl(write_csv(tmp / "down.csv", down + healthy("down")), out, "URLCHECK_BACKOFF_BASE=1")

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
+    from urlcheck.circuit import Unavailable
+
 logger = logging.getLogger(__name__)
 
 _INDEX_YIELD_EVERY = 20_000
@@ -177,6 +179,11 @@ class CheckSpider(Spider):
                 ledger.fed(task.row)
                 yield self._url_too_long(task, url)
                 continue
+            down = rt.backoff.circuit.unavailable(host_key(url))
+            if down is not None:  # given up on: its line at once, without a request
+                ledger.fed(task.row)
+                yield self._host_unavailable(task, url, down)
+                continue
             yield self._request(task, url, [])
 
     async def _wait_for_room(self) -> None:
@@ -224,6 +231,18 @@ class CheckSpider(Spider):
         chain = [hop(url, error="url_too_long")]
         result = build_result(
             task, chain, rules=self.rules, error="url_too_long", error_message=too_long(url, limit)
+        )
+        self._row_finished(task)
+        return result
+
+    def _host_unavailable(self, task: RowTask, url: str, down: Unavailable) -> Result:
+        result = build_result(
+            task,
+            [hop(url, error="host_unavailable")],
+            rules=self.rules,
+            error="host_unavailable",
+            error_message=down.message(),
+            retry_after=down.last.retry_after,
         )
         self._row_finished(task)
         return result
