@@ -15,10 +15,13 @@ from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
+from scrapy.utils.defer import deferred_f_from_coro_f
 from twisted.internet.address import IPv4Address
 from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.testing import MemoryReactor
 
+from tests.conftest import FAST, crawl, write_csv
+from tests.sitefixture import ProxyServer
 from urlcheck.addressguard import (
     AddressPolicy,
     BlockedAddressError,
@@ -271,3 +274,24 @@ def test_allowed_networks_and_strict_input(namespace_runs):
     assert "URLCHECK_BLOCK_PRIVATE_INPUT" in strict["input_private"]["error_message"]
     assert strict["public"]["final_status"] == 200
     assert not any(e["local"].startswith("10.") for e in namespace_runs["strict"]["log"])
+
+
+@pytest.mark.crawl
+@deferred_f_from_coro_f
+async def test_through_a_proxy_an_address_literal_is_still_judged(site, tmp_path):
+    # The proxy resolves names, so only literals can be judged; they are, before the proxy is
+    # asked. (The demo proxy refuses non-loopback origins itself: nothing can leave either way.)
+    with ProxyServer("127.0.0.21", log_path=tmp_path / "proxy.jsonl") as proxy:
+        rows = [
+            "http://169.254.169.254/latest/meta-data/",
+            "http://[::ffff:169.254.169.254]/latest/meta-data/",
+            site.url("127.0.0.2", "/ok?id=viaproxy"),
+        ]
+        csv = write_csv(tmp_path / "in.csv", "url\n" + "\n".join(rows) + "\n")
+        results, _ = await crawl(
+            csv, tmp_path / "out.jsonl", **FAST, RETRY_TIMES=0, URLCHECK_PROXIES=proxy.url
+        )
+        by_row = {r["row"]: r for r in results}
+        assert by_row[1]["error"] == by_row[2]["error"] == "blocked_address"
+        assert by_row[3]["status"] == 200 and by_row[3]["proxy"] == proxy.address
+        assert [e["target"] for e in proxy.log()] == [rows[2]]
