@@ -275,3 +275,13 @@ def test_middleware_learns_the_pace_from_429_only():
     middleware.process_response(request, Response(request.url, status=429, request=request))
     assert pace.delay("a.test") == 2 * pace.floor
     assert crawler.stats.get_value("urlcheck/pace/raised") == 1
+
+
+def test_network_errors_through_a_proxy_do_not_count_against_the_host():
+    from scrapy.exceptions import DownloadConnectionRefusedError
+
+    _, middleware = _circuit_middleware()
+    request = Request("http://a.test/", meta={"download_slot": "a.test", "proxy": "http://p:1"})
+    for _ in range(3):
+        middleware.process_exception(request, DownloadConnectionRefusedError("refused"))
+    assert middleware.circuit.unavailable("a.test") is None

@@ -68,7 +68,9 @@ class HostCircuitMiddleware:
         if isinstance(exception, HostUnavailableError):
             return
         kind, _ = classify_exception(exception)
-        if kind in NETWORK_KINDS:
+        # Through a proxy, a network error is most often the proxy's (a down site gets a 502
+        # from the proxy, an answer): it says nothing about the host.
+        if kind in NETWORK_KINDS and not request.meta.get("proxy"):
             tries = request.meta.get("retry_times", 0) + 1
             self._exhausted(host_of(request), Strike(None, kind, None, tries))
 
