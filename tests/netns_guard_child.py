@@ -101,6 +101,7 @@ def main() -> None:
             ("default", ()),
             ("allow", (f"URLCHECK_ALLOW_NETWORKS={METADATA}/32,10.0.0.0/8",)),
             ("strict", ("URLCHECK_BLOCK_PRIVATE_INPUT=true",)),
+            ("off", ("URLCHECK_ADDRESS_GUARD_ENABLED=false",)),
         ):
             before = len(site.log())
             results = crawl(tmp, name, rows, *settings)

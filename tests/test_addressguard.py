@@ -277,6 +277,15 @@ def test_allowed_networks_and_strict_input(namespace_runs):
 
 
 @pytest.mark.crawl
+def test_with_the_guard_off_the_same_rows_reach_the_metadata_address(namespace_runs):
+    # What the tests above would see if the guard were broken: this namespace can tell.
+    off = _rows(namespace_runs["off"])
+    assert off["meta"]["final_status"] == 404 and off["name"]["final_status"] == 404
+    assert off["private"]["final_status"] == 200
+    assert any(e["local"].startswith("169.254.169.254") for e in namespace_runs["off"]["log"])
+
+
+@pytest.mark.crawl
 @deferred_f_from_coro_f
 async def test_through_a_proxy_an_address_literal_is_still_judged(site, tmp_path):
     # The proxy resolves names, so only literals can be judged; they are, before the proxy is

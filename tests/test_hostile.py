@@ -50,16 +50,23 @@ def requests_to(site, host, tag):
 
 
 @deferred_f_from_coro_f
-async def test_a_host_answering_503_to_everything_is_given_up_after_two_ladders(site, tmp_path):
+async def test_a_host_answering_503_to_everything_is_given_up_after_two_ladders(
+    site, tmp_path, caplog
+):
     u = site.url
     down = [u("127.0.0.7", f"/always/503?retry_after=0&id=down503&i={i}") for i in range(60)]
     healthy = [u("127.0.0.8", f"/ok?id=down503&i={i}") for i in range(20)]
     csv = write_csv(tmp_path / "in.csv", "url\n" + "\n".join(down + healthy) + "\n")
-    results, crawler = await crawl(
-        csv, tmp_path / "out.jsonl", **SEQUENTIAL, URLCHECK_BACKOFF_BASE=0.1
-    )
+    with caplog.at_level(logging.INFO):
+        results, crawler = await crawl(
+            csv, tmp_path / "out.jsonl", **SEQUENTIAL, URLCHECK_BACKOFF_BASE=0.1
+        )
     rows = by_row(results)
     assert sorted(rows) == list(range(1, 81))
+    given_up = [r for r in caplog.records if "127.0.0.7 unavailable" in r.message]
+    assert [r.levelno for r in given_up] == [logging.WARNING]  # logged once
+    [report] = [r.message for r in caplog.records if r.message.startswith("urlcheck hosts:")]
+    assert "unavailable (rows recorded as host_unavailable): 127.0.0.7" in report
     answered = [r for n, r in rows.items() if n <= 60 and r["error"] is None]
     skipped = [r for n, r in rows.items() if n <= 60 and r["error"] == "host_unavailable"]
     # Two rows ran the whole ladder and are recorded as they answered; the rest were not sent.
