@@ -203,7 +203,8 @@ def test_endpoint_refuses_private_space_after_a_public_answer():
         [failure] = _connect(reactor, host, after_public=True)
         assert isinstance(failure.value, BlockedAddressError)
     assert _connect(reactor, "127.0.0.1") == []
-    assert [c[0] for c in reactor.tcpClients] == ["127.0.0.1"]
+    assert _connect(reactor, "[::1]") == []  # an allowed IPv6 literal goes out over IPv6
+    assert [c[0] for c in reactor.tcpClients] == ["127.0.0.1", "::1"]
 
 
 # --- real crawls inside a network namespace -------------------------------------------------
