@@ -285,3 +285,19 @@ def test_network_errors_through_a_proxy_do_not_count_against_the_host():
     for _ in range(3):
         middleware.process_exception(request, DownloadConnectionRefusedError("refused"))
     assert middleware.circuit.unavailable("a.test") is None
+
+
+def test_hosts_json_is_merged_across_runs(tmp_path):
+    import json
+
+    from urlcheck.extensions.hostreport import write_hosts
+
+    write_hosts(tmp_path, {"a.test": {"delay": 1.2, "too_fast": 2, "unavailable": None}})
+    write_hosts(tmp_path, {"b.test": {"delay": 0.3, "too_fast": 0, "unavailable": {"rows": 2}}})
+    write_hosts(tmp_path, {"a.test": {"delay": 0.6, "too_fast": 1, "unavailable": None}})
+    hosts = json.loads((tmp_path / "hosts.json").read_text())["hosts"]
+    assert hosts == {
+        "a.test": {"delay": 0.6, "too_fast": 1, "unavailable": None},
+        "b.test": {"delay": 0.3, "too_fast": 0, "unavailable": {"rows": 2}},
+    }
+    assert not list(tmp_path.glob("*.tmp"))
