@@ -141,6 +141,7 @@ def test_exit_codes_are_distinct_and_fixed() -> None:
         "CANCELLED": 5,
         "LOCKED": 6,
         "NOT_RUNNING": 7,
+        "ROWS_MISSING": 8,
     }
 
 
