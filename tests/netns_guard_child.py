@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,7 +42,10 @@ def isolate(tmp: Path) -> None:
     subprocess.run(["mount", "--bind", str(hosts), "/etc/hosts"], check=True)
 
 
-def crawl(tmp: Path, name: str, rows: list[tuple[str, str]], *settings: str) -> list[dict]:
+Row = tuple[str, str]
+
+
+def crawl(tmp: Path, name: str, rows: list[Row], *settings: str) -> list[dict[str, Any]]:
     csv = tmp / f"{name}.csv"
     csv.write_text("url,id\n" + "".join(f"{url},{key}\n" for key, url in rows), encoding="utf-8")
     out = tmp / f"{name}.jsonl"

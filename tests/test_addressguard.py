@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from scrapy.settings import Settings
@@ -32,6 +33,9 @@ from urlcheck.addressguard import (
 from urlcheck.config import ConfigError
 from urlcheck.downloadhandler import GuardedEndpoint
 from urlcheck.errors import classify_exception
+
+if TYPE_CHECKING:
+    from twisted.python.failure import Failure
 
 ip = ipaddress.ip_address
 
@@ -164,8 +168,12 @@ def _connect(reactor, host, *, after_public=False, resolver=None, policy=None):
         after_public=after_public,
         resolver=resolver,
     )
-    failures = []
-    endpoint.connect(Factory.forProtocol(Protocol)).addErrback(failures.append)
+    failures: list[Failure] = []
+
+    def failed(failure: Failure) -> None:
+        failures.append(failure)
+
+    endpoint.connect(Factory.forProtocol(Protocol)).addErrback(failed)
     return failures
 
 
