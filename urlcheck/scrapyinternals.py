@@ -96,6 +96,7 @@ _EXPECTED = (
     ("Slot", "delay"),
     ("Slot", "concurrency"),
     ("Slot", "active"),
+    ("Scraper", "slot"),
 )
 
 
@@ -113,6 +114,7 @@ def check(
         "ExecutionEngine": engine,
         "Downloader": downloader,
         "Slot": probe_slot,
+        "Scraper": engine.scraper,
     }
     if queue is not None:
         objects["DownloaderAwarePriorityQueue"] = queue
