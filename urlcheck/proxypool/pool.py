@@ -1,5 +1,6 @@
-"""`ProxyPool`: the one object callers use. It holds the policy (config, clock, random source),
-turns store results into leases and probe tasks, and logs every event once."""
+"""`ProxyPool`: the one object callers use. It runs the policy (`policy`) on this process's
+books between the store's atomic calls, commits the state changes it decides, and logs every
+event once."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ from .events import (
     Transition,
 )
 from .health import State
+from .outcome import classify
+from .policy import choosing, outcomes, probing, report, states, upkeep
+from .policy.books import Books
 from .probes import ProbeTask
 from .proxy import Proxy
 from .store.memory import MemoryStore
@@ -28,7 +32,7 @@ from .store.memory import MemoryStore
 if TYPE_CHECKING:
     from .outcome import Outcome
     from .snapshot import PoolSnapshot
-    from .store.base import PoolStore
+    from .store.base import PoolStore, Shared
 
 __all__ = ["Lease", "NoProxyAvailableError", "ProxyPool"]
 
@@ -63,6 +67,10 @@ class ProxyPool:
 
     Usage: ``lease = pool.acquire("example.com")``, send the request through ``lease.proxy``,
     then ``pool.release(lease, Outcome(status=200, latency=0.4))``.
+
+    The policy runs here, on this process's books (`policy`); the store holds what processes
+    share. Store calls raise `StoreUnavailable` when the store cannot be reached: nothing was
+    changed, the call may be retried.
     """
 
     def __init__(
@@ -77,9 +85,13 @@ class ProxyPool:
         self.config = config if config is not None else PoolConfig()
         self._clock = clock
         self._store = store if store is not None else MemoryStore()
-        self._store.open(self.config, random.Random(seed))
-        self._proxies: dict[str, Proxy] = {}
+        self._store.open(self.config)
+        self._books = Books(self.config, random.Random(seed))
+        self._pick = choosing.picker(self.config.strategy)
+        self._alternates = self._store.shared_by_processes
         self._listeners: list[Callable[[Event], object]] = []
+        self._gen = -1
+        self._adopt(self._store.load(self._clock()))
         for proxy in proxies:
             self.add(proxy)
 
@@ -89,28 +101,30 @@ class ProxyPool:
         """Add a proxy (a `Proxy` or a spec line); an existing id gets the new spec, same health."""
         if isinstance(proxy, str):
             proxy = Proxy.parse(proxy)
-        known = proxy.id in self._proxies
-        self._proxies[proxy.id] = proxy
-        self._log(self._store.add_proxy(proxy, self._clock()))
-        if not known:
+        _, gen = self._store.add_proxy(proxy)
+        self._follow(gen)
+        if states.add(self._books, proxy, self._clock()):
             logger.info("proxy %s added", proxy.id)
         return proxy
 
     def remove(self, proxy_id: str) -> bool:
         """Remove a proxy; only its own sessions end. False if it was not in the pool."""
-        removed, events = self._store.remove_proxy(proxy_id, self._clock())
-        self._proxies.pop(proxy_id, None)
-        self._log(events)
+        removed, gen = self._store.remove_proxy(proxy_id)
+        self._follow(gen)
+        events: list[Event] = []
+        removed = states.remove(self._books, proxy_id, self._clock(), events) or removed
+        self._settle(events)
         if removed:
             logger.info("proxy %s removed", proxy_id)
         return removed
 
     @property
     def proxies(self) -> tuple[Proxy, ...]:
-        return tuple(self._proxies.values())
+        return tuple(rec.proxy for rec in self._books.proxies.values())
 
     def get(self, proxy_id: str) -> Proxy | None:
-        return self._proxies.get(proxy_id)
+        rec = self._books.proxies.get(proxy_id)
+        return rec.proxy if rec is not None else None
 
     # ---------------------------------------------------------------- leases
 
@@ -123,27 +137,56 @@ class ProxyPool:
         is empty, or when nothing is eligible and `fail_closed` is set.
         """
         now = self._clock()
-        result = self._store.acquire(site, key, now)
-        if result.events:
-            self._log(result.events)
-        if result.proxy_id is None:
+        books = self._books
+        events: list[Event] | None = None
+        if now >= books.next_maintenance or books.deferred:
+            events, books.deferred = books.deferred, []
+            self._maintain(now, events)
+        # in sight from its first request: a failure's row is judged against the sites the
+        # crawl visits, not only those that answered so far
+        pairs = books.site(site, now).pairs
+
+        def choose() -> choosing.Choice:
+            return choosing.choose(books, self._pick, pairs, key, now, self._alternates)
+
+        got = self._store.acquire(site, key, choose, now, self._gen)
+        if got.shared is not None:
+            self._adopt(got.shared)
+        if events:
+            self._settle(events)
+        if got.proxy_id is None:
             raise NoProxyAvailableError(
-                "no proxy in the pool" if not self._proxies else f"no eligible proxy for {site}"
+                "no proxy in the pool" if not books.proxies else f"no eligible proxy for {site}"
             )
-        proxy = self._proxies[result.proxy_id]
-        if result.session_lost:
-            logger.debug("session for key on %s lost; now on %s", site, proxy.id)
-        return Lease(result.lease_id, proxy, site, key, result.session_lost, result.fallback, now)
+        rec = books.proxies.get(got.proxy_id)
+        if rec is None:  # added by another process since we last looked
+            self._adopt(self._store.load(now))
+            rec = books.proxies[got.proxy_id]
+        rec.active += 1
+        rec.last_used = now
+        if got.session_lost:
+            logger.debug("session for key on %s lost; now on %s", site, rec.id)
+        return Lease(got.lease_id, rec.proxy, site, key, got.session_lost, got.fallback, now)
 
     def release(self, lease: Lease, outcome: Outcome) -> None:
         """Return a lease with how the request ended. Releasing twice is ignored."""
         if lease.released:
             logger.warning("lease %d on %s released twice; ignored", lease.id, lease.proxy.id)
             return
+        now = self._clock()
+        done = self._store.release(lease.id, lease.proxy.id, now, self._gen)
         lease.released = True
-        events = self._store.release(lease.id, lease.proxy.id, lease.site, outcome, self._clock())
+        if done.shared is not None:
+            self._adopt(done.shared)
+        rec = self._books.proxies.get(lease.proxy.id)
+        if rec is None:
+            return
+        if done.ended:
+            rec.active -= 1
+        code = classify(outcome)
+        events = outcomes.record(self._books, rec, lease.site, code, outcome.latency, now)
         if events:
-            self._log(events)
+            self._settle(events)
 
     def end_session(self, key: str) -> bool:
         """End the key's sticky session now, e.g. after a block: a visitor that was shown a
@@ -156,29 +199,101 @@ class ProxyPool:
     # ---------------------------------------------------------------- probes
 
     def due_probes(self, now: float | None = None) -> list[ProbeTask]:
-        """Probes to send now (at most `probe_batch`); report each with `report_probe`."""
+        """Probes to send now (at most `probe_batch`); report each with `report_probe`. With a
+        shared store, a proxy is probed by one process at a time."""
         when = self._clock() if now is None else now
-        tasks = []
-        for proxy_id, url in self._store.due_probes(when):
-            proxy = self._proxies.get(proxy_id)
-            if proxy is not None:
-                tasks.append(ProbeTask(proxy, url))
-        return tasks
+        due = probing.due_probes(self._books, when)
+        if not due:
+            return []
+        claimed = set(
+            self._store.claim_probes([pid for pid, _ in due], when, self.config.probe_timeout)
+        )
+        return [
+            ProbeTask(self._books.proxies[pid].proxy, url) for pid, url in due if pid in claimed
+        ]
 
     def report_probe(
         self, proxy_id: str, control_url: str, ok: bool, latency: float | None = None
     ) -> None:
         """The result of a probe: `ok` is a 2xx answer from `control_url` through the proxy."""
-        self._log(self._store.probe_result(proxy_id, control_url, ok, latency, self._clock()))
+        events = probing.probe_result(
+            self._books, proxy_id, control_url, ok, latency, self._clock()
+        )
+        self._settle(events)
 
     # ---------------------------------------------------------------- metrics
 
     def snapshot(self) -> PoolSnapshot:
         """A JSON-serialisable picture of the pool (format: docs/proxypool.md)."""
-        return self._store.snapshot(self._clock())
+        now = self._clock()
+        if now >= self._books.next_maintenance:
+            self._maintain(now, self._books.deferred)
+        leases, sessions = self._store.usage(now)
+        return report.snapshot(self._books, now, leases, sessions)
 
     def close(self) -> None:
         self._store.close()
+
+    # ---------------------------------------------------------------- shared state
+
+    def _maintain(self, now: float, events: list[Event]) -> None:
+        books = self._books
+        reclaimed = 0
+        for _, proxy_id in self._store.reclaim(now):
+            rec = books.proxies.get(proxy_id)
+            if rec is not None:
+                rec.active -= 1
+            reclaimed += 1
+        if reclaimed:
+            events.append(LeasesReclaimed(reclaimed))
+        upkeep.maintain(books, now, events)
+
+    def _follow(self, gen: int) -> None:
+        """Our own membership change moved the store on by one: our books have it already."""
+        if gen == self._gen + 1:
+            self._gen = gen
+
+    def _settle(self, events: Sequence[Event]) -> None:
+        """Commit the state changes the policy made, then report the events. When another
+        process committed first, its state wins and ours is dropped (and not reported)."""
+        books = self._books
+        if books.dirty or books.dirty_benches:
+            changed, benches = books.take_dirty()
+            done = self._store.commit(self._gen, changed, benches, self._clock())
+            if not done.ok:
+                assert done.shared is not None
+                self._adopt(done.shared)
+                kept = [e for e in events if not isinstance(e, Transition | PairBenched)]
+                if len(kept) < len(events):
+                    logger.debug("state changes dropped: another process changed the pool first")
+                events = kept
+            else:
+                self._gen = done.gen
+        self._log(events)
+
+    def _adopt(self, shared: Shared) -> None:
+        """Take the shared state: proxies added or removed, states and benches set elsewhere."""
+        books = self._books
+        now = self._clock()
+        self._gen = shared.gen
+        events: list[Event] = []
+        for proxy_id in [pid for pid in books.proxies if pid not in shared.proxies]:
+            states.remove(books, proxy_id, now, events)
+        for proxy in shared.proxies.values():
+            states.add(books, proxy, now)
+        for proxy_id, (state, until) in shared.states.items():
+            rec = books.proxies.get(proxy_id)
+            if rec is not None:
+                states.adopt(books, rec, state, until, now)
+        for (site, proxy_id), until in shared.benches.items():
+            rec = books.proxies.get(proxy_id)
+            if rec is not None and until > now:
+                pair = books.site(site, now).pair(proxy_id, books.config)
+                if pair.benched_until < until:
+                    pair.benched_until = until
+                    rec.benched_on(site, until)
+        books.dirty.clear()
+        books.dirty_benches.clear()
 
     # ---------------------------------------------------------------- logging
 

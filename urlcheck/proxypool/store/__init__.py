@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .base import AcquireResult, PoolStore, StoreError
+from .base import PoolStore, StoreError, StoreUnavailable
 from .memory import MemoryStore
 
-__all__ = ["AcquireResult", "MemoryStore", "PoolStore", "StoreError", "store_from_uri"]
+__all__ = ["MemoryStore", "PoolStore", "StoreError", "StoreUnavailable", "store_from_uri"]
 
 
 def store_from_uri(uri: str) -> PoolStore:

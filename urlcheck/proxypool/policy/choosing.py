@@ -1,0 +1,101 @@
+"""Which proxy a lease gets: the configured strategy over the candidates, sticky keys by
+rendezvous hashing, and the least bad proxy when nothing is eligible."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+from ..hashing import stable_hash
+from ..health import State
+from ..strategies import (
+    effective_weight,
+    pick_least_connections,
+    pick_round_robin,
+    pick_sticky,
+    pick_weighted,
+)
+
+if TYPE_CHECKING:
+    from .books import Books, PairRec, ProxyRec
+
+__all__ = ["Choice", "Picker", "choose", "picker"]
+
+_FALLBACK_RANK = {
+    State.HEALTHY: 0,
+    State.DEGRADED: 1,
+    State.PROBING: 2,
+    State.QUARANTINED: 3,
+    State.DEAD: 4,
+}
+# Alternates offered to a shared store in case its own counts (other processes' leases) rule
+# out the first choice: enough that a busy pool rarely needs a second call, few enough to stay
+# cheap in one script call.
+_ALTERNATES = 7
+
+Picker = Callable[["Books", "dict[str, PairRec]", float], "ProxyRec | None"]
+
+
+class Choice(NamedTuple):
+    """Proxy ids in order of preference, each to be taken only if the store finds it in service,
+    unbenched for the site and under its cap; else `forced` (the least bad, a fallback lease),
+    or nothing when `forced` is None."""
+
+    order: tuple[str, ...]
+    forced: str | None
+
+
+def _weighted(b: Books, pairs: dict[str, PairRec], now: float) -> ProxyRec | None:
+    return pick_weighted(b.cands, pairs, now, b.random, b.max_weight)
+
+
+def _round_robin(b: Books, pairs: dict[str, PairRec], now: float) -> ProxyRec | None:
+    rec, b.rr = pick_round_robin(b.cands, pairs, now, b.rr)
+    return rec
+
+
+def _least_connections(b: Books, pairs: dict[str, PairRec], now: float) -> ProxyRec | None:
+    return pick_least_connections(b.cands, pairs, now, b.random)
+
+
+def picker(strategy: str) -> Picker:
+    return {
+        "weighted": _weighted,
+        "round_robin": _round_robin,
+        "least_connections": _least_connections,
+    }[strategy]
+
+
+def choose(  # noqa: PLR0917
+    b: Books,
+    pick: Picker,
+    pairs: dict[str, PairRec],
+    key: str | None,
+    now: float,
+    alternates: bool,
+) -> Choice:
+    """The strategy's choice (or the key's rendezvous choice), with alternates if asked."""
+    rec = pick(b, pairs, now) if key is None else pick_sticky(stable_hash(key), b.cands, pairs, now)
+    if rec is None:
+        if b.config.fail_closed or not b.proxies:
+            return Choice((), None)
+        return Choice((), least_bad(b, pairs, now).id)
+    if not alternates:
+        return Choice((rec.id,), None)
+    others = sorted(
+        (c for c in b.cands if c is not rec and effective_weight(c, pairs, now) > 0.0),
+        key=lambda c: -effective_weight(c, pairs, now),
+    )
+    order = (rec.id, *(c.id for c in others[:_ALTERNATES]))
+    forced = None if b.config.fail_closed else least_bad(b, pairs, now).id
+    return Choice(order, forced)
+
+
+def least_bad(b: Books, pairs: dict[str, PairRec], now: float) -> ProxyRec:
+    def badness(rec: ProxyRec) -> tuple[int, bool, float, float]:
+        pair = pairs.get(rec.id)
+        benched = pair is not None and pair.benched_until > now
+        load = rec.active / rec.cap if rec.cap else 0.0
+        return _FALLBACK_RANK[rec.state], benched, load, -rec.window.smoothed_success(0.0)
+
+    return min(b.proxies.values(), key=badness)
