@@ -19,11 +19,14 @@ from .sim import (
     benched_pairs,
     clock_of,
     make_pool,
+    new_pool,
     proxy_urls,
     states_of,
 )
 
 SITES = ["a.example", "b.example", "c.example"]
+
+pytestmark = pytest.mark.usefixtures("pool_store")
 
 
 def messages(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
@@ -153,7 +156,7 @@ def test_mass_incident_respects_cap_and_minimum(
 
 def test_minimum_in_service_holds_in_a_small_pool() -> None:
     config = PoolConfig(quarantine_cap=1.0, min_in_service=2)
-    pool = ProxyPool(proxy_urls(3), config, clock=ManualClock(), seed=1)
+    pool = new_pool(proxy_urls(3), config, clock=ManualClock(), seed=1)
     broken = {p.id for p in pool.proxies[:2]}
 
     def behave(proxy_id: str, site: str, now: float, rng: random.Random) -> Outcome:
@@ -287,7 +290,7 @@ def test_no_key_changes_proxy_mid_session_under_churn() -> None:
 def test_crashed_leases_are_reclaimed_by_ttl(caplog: pytest.LogCaptureFixture) -> None:
     config = PoolConfig(max_concurrent=2, lease_ttl=60.0)
     clock = ManualClock()
-    pool = ProxyPool(proxy_urls(2), config, clock=clock, seed=1)
+    pool = new_pool(proxy_urls(2), config, clock=clock, seed=1)
     crashed = [pool.acquire("a") for _ in range(4)]  # never released: the caller died
     assert not any(lease.fallback for lease in crashed)
     assert pool.acquire("a").fallback  # everyone is full

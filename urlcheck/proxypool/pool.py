@@ -216,6 +216,7 @@ class ProxyPool:
         self, proxy_id: str, control_url: str, ok: bool, latency: float | None = None
     ) -> None:
         """The result of a probe: `ok` is a 2xx answer from `control_url` through the proxy."""
+        self._store.end_probe(proxy_id)
         events = probing.probe_result(
             self._books, proxy_id, control_url, ok, latency, self._clock()
         )
@@ -277,10 +278,11 @@ class ProxyPool:
         now = self._clock()
         self._gen = shared.gen
         events: list[Event] = []
-        for proxy_id in [pid for pid in books.proxies if pid not in shared.proxies]:
-            states.remove(books, proxy_id, now, events)
-        for proxy in shared.proxies.values():
-            states.add(books, proxy, now)
+        if shared.proxies is not None:
+            for proxy_id in [pid for pid in books.proxies if pid not in shared.proxies]:
+                states.remove(books, proxy_id, now, events)
+            for proxy in shared.proxies.values():
+                states.add(books, proxy, now)
         for proxy_id, (state, until) in shared.states.items():
             rec = books.proxies.get(proxy_id)
             if rec is not None:

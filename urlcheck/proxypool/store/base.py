@@ -48,12 +48,12 @@ StoreError = StoreUnavailable  # the earlier name
 @dataclass(frozen=True, slots=True)
 class Shared:
     """The shared state at generation `gen`: every proxy's (state, quarantined until), the
-    benches in force, and the registry."""
+    benches in force, and the registry (None: unchanged since the caller last saw it)."""
 
     gen: int
     states: dict[str, tuple[State, float]]
     benches: dict[tuple[str, str], float]  # (site, proxy id) -> benched until
-    proxies: dict[str, Proxy]
+    proxies: dict[str, Proxy] | None
 
 
 class Acquired(NamedTuple):
@@ -153,6 +153,9 @@ class PoolStore(ABC):
     @abstractmethod
     def claim_probes(self, proxy_ids: Sequence[str], now: float, ttl: float) -> list[str]:
         """Of these proxies, those no other process is probing now; claimed for `ttl`."""
+
+    def end_probe(self, proxy_id: str) -> None:  # noqa: B027 - optional hook
+        """The probe of this proxy is over: another process may probe it."""
 
     def close(self) -> None:  # noqa: B027 - optional hook, nothing to do for most stores
         """Release connections; the memory store has none."""
