@@ -146,8 +146,8 @@ class ProxyPool:
         # crawl visits, not only those that answered so far
         pairs = books.site(site, now).pairs
 
-        def choose() -> choosing.Choice:
-            return choosing.choose(books, self._pick, pairs, key, now, self._alternates)
+        def choose(exhausted: bool = False) -> choosing.Choice:
+            return choosing.choose(books, self._pick, pairs, key, now, self._alternates, exhausted)
 
         got = self._store.acquire(site, key, choose, now, self._gen)
         if got.shared is not None:

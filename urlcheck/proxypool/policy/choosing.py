@@ -3,7 +3,9 @@ rendezvous hashing, and the least bad proxy when nothing is eligible."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
+from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..hashing import stable_hash
@@ -39,7 +41,8 @@ Picker = Callable[["Books", "dict[str, PairRec]", float], "ProxyRec | None"]
 class Choice(NamedTuple):
     """Proxy ids in order of preference, each to be taken only if the store finds it in service,
     unbenched for the site and under its cap; else `forced` (the least bad, a fallback lease),
-    or nothing when `forced` is None."""
+    or nothing when `forced` is None. A store that finds none of `order` usable asks again
+    with ``exhausted=True`` for the fallback."""
 
     order: tuple[str, ...]
     forced: str | None
@@ -73,22 +76,25 @@ def choose(  # noqa: PLR0917
     key: str | None,
     now: float,
     alternates: bool,
+    exhausted: bool = False,
 ) -> Choice:
-    """The strategy's choice (or the key's rendezvous choice), with alternates if asked."""
-    rec = pick(b, pairs, now) if key is None else pick_sticky(stable_hash(key), b.cands, pairs, now)
+    """The strategy's choice (or the key's rendezvous choice), with alternates if asked;
+    `exhausted`: the store found none of them usable, only the fallback is wanted."""
+    if exhausted:
+        rec = None
+    elif key is None:
+        rec = pick(b, pairs, now)
+    else:
+        rec = pick_sticky(stable_hash(key), b.cands, pairs, now)
     if rec is None:
         if b.config.fail_closed or not b.proxies:
             return Choice((), None)
         return Choice((), least_bad(b, pairs, now).id)
     if not alternates:
         return Choice((rec.id,), None)
-    others = sorted(
-        (c for c in b.cands if c is not rec and effective_weight(c, pairs, now) > 0.0),
-        key=lambda c: -effective_weight(c, pairs, now),
-    )
-    order = (rec.id, *(c.id for c in others[:_ALTERNATES]))
-    forced = None if b.config.fail_closed else least_bad(b, pairs, now).id
-    return Choice(order, forced)
+    weighed = [(effective_weight(c, pairs, now), c) for c in b.cands if c is not rec]
+    others = [c for w, c in heapq.nlargest(_ALTERNATES, weighed, key=itemgetter(0)) if w > 0.0]
+    return Choice((rec.id, *(c.id for c in others)), None)
 
 
 def least_bad(b: Books, pairs: dict[str, PairRec], now: float) -> ProxyRec:

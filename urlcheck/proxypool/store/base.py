@@ -112,14 +112,15 @@ class PoolStore(ABC):
 
     @abstractmethod
     def acquire(
-        self, site: str, key: str | None, choose: Callable[[], Choice], now: float, gen: int
+        self, site: str, key: str | None, choose: Callable[[bool], Choice], now: float, gen: int
     ) -> Acquired:
         """Atomically: keep the key's session if its proxy is registered, in service and not
         benched for the site (renewed for session_ttl; never rotated, even when full), else take
         the first id of ``choose()`` that is in service, not benched and under its cap, else its
         `forced` id; lease it for lease_ttl and, with a key and no fallback, store the session.
-        ``choose`` may be called before the session is looked at (a remote store must send the
-        choice with the call)."""
+        ``choose(False)`` may be called before the session is looked at (a remote store sends
+        the choice with the call); ``choose(True)`` when no id of the first choice was usable
+        (the fallback: costs a remote store a second call, rare)."""
 
     @abstractmethod
     def release(self, lease_id: int, proxy_id: str, now: float, gen: int) -> Released:

@@ -75,7 +75,7 @@ class MemoryStore(PoolStore):
     # ---------------------------------------------------------------- leases and sessions
 
     def acquire(
-        self, site: str, key: str | None, choose: Callable[[], Choice], now: float, gen: int
+        self, site: str, key: str | None, choose: Callable[[bool], Choice], now: float, gen: int
     ) -> Acquired:
         with self._lock:
             lost = False
@@ -92,7 +92,7 @@ class MemoryStore(PoolStore):
                         lost = True
             fallback = False
             if proxy_id is None:
-                order, forced = choose()
+                order, forced = choose(False)
                 active, caps = self._active, self._caps
                 for candidate in order:
                     cap = caps.get(candidate)
@@ -104,6 +104,8 @@ class MemoryStore(PoolStore):
                         proxy_id = candidate
                         break
                 else:
+                    if order:
+                        forced = choose(True).forced
                     if forced is not None and forced in self._proxies:
                         proxy_id, fallback = forced, True
                 if key is not None:

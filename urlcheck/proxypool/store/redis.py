@@ -241,11 +241,30 @@ class RedisStore(PoolStore):
     # ---------------------------------------------------------------- leases and sessions
 
     def acquire(
-        self, site: str, key: str | None, choose: Callable[[], Choice], now: float, gen: int
+        self, site: str, key: str | None, choose: Callable[[bool], Choice], now: float, gen: int
     ) -> Acquired:
-        order, forced = choose()
+        order, forced = choose(False)
+        reply = self._acquire(site, key, order, forced, now, gen)
+        if not reply[1] and order:
+            order, forced = choose(True)
+            if forced is not None:
+                reply = self._acquire(site, key, order, forced, now, gen)
+        lease, proxy_id, lost, fallback, view = reply
+        return Acquired(
+            int(lease), proxy_id or None, bool(lost), bool(fallback), self._shared(view)
+        )
+
+    def _acquire(  # noqa: PLR0917
+        self,
+        site: str,
+        key: str | None,
+        order: Sequence[str],
+        forced: str | None,
+        now: float,
+        gen: int,
+    ) -> Any:
         cfg = self.config
-        lease, proxy_id, lost, fallback, view = self._run(
+        return self._run(
             "acquire",
             self._keys["acquire"],
             [
@@ -260,9 +279,6 @@ class RedisStore(PoolStore):
                 forced or "",
                 *order,
             ],
-        )
-        return Acquired(
-            int(lease), proxy_id or None, bool(lost), bool(fallback), self._shared(view)
         )
 
     def release(self, lease_id: int, proxy_id: str, now: float, gen: int) -> Released:
