@@ -21,6 +21,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
 from urlcheck import meta as m
+from urlcheck.proxypool import StoreUnavailable
 from urlcheck.runtime import runtime
 from urlcheck.urls import host_key
 
@@ -79,7 +80,11 @@ class ProxyProbes:
         pool, engine, stats = self.pool, self.crawler.engine, self.crawler.stats
         if pool is None or engine is None or stats is None or not self._crawl_is_working(stats):
             return
-        for task in pool.due_probes():
+        try:
+            tasks = pool.due_probes()
+        except StoreUnavailable:
+            return  # the proxy middleware logs and counts the outage
+        for task in tasks:
             stats.inc_value("urlcheck/proxy/probes/sent")
             engine.crawl(
                 Request(
@@ -112,12 +117,18 @@ class ProxyProbes:
             return
         stats.inc_value(f"urlcheck/proxy/probes/{'passed' if ok else 'failed'}")
         latency = time.monotonic() - meta[m.PROBE_STARTED]
-        pool.report_probe(meta[m.PROBE_PROXY], meta[m.PROBE_CONTROL], ok, latency)
+        try:
+            pool.report_probe(meta[m.PROBE_PROXY], meta[m.PROBE_CONTROL], ok, latency)
+        except StoreUnavailable:
+            logger.debug("probe result dropped: the proxy store is unreachable")
 
     def _report(self) -> None:
         if self.pool is None:
             return
-        snapshot = self.pool.snapshot()
+        try:
+            snapshot = self.pool.snapshot()
+        except StoreUnavailable:
+            return
         logger.info("Proxy pool: %s", _state_counts(snapshot))
 
     def _closed(self) -> None:
@@ -127,7 +138,11 @@ class ProxyProbes:
         pool = self.pool
         if pool is None:
             return
-        snapshot = pool.snapshot()
+        try:
+            snapshot = pool.snapshot()
+        except StoreUnavailable as exc:
+            logger.warning("Proxy pool snapshot not written: %s", exc)
+            return
         stats = self.crawler.stats
         assert stats is not None
         for state, count in _state_counts(snapshot).items():

@@ -12,7 +12,7 @@ from .pool import Lease, NoProxyAvailableError, ProxyPool
 from .probes import ProbeTask
 from .proxy import Credentials, Proxy, ProxySpecError, parse_proxies
 from .snapshot import PoolSnapshot
-from .store import MemoryStore, PoolStore, StoreError, store_from_uri
+from .store import MemoryStore, PoolStore, StoreError, StoreUnavailable, store_from_uri
 
 __all__ = [
     "Clock",
@@ -33,6 +33,7 @@ __all__ = [
     "ProxySpecError",
     "State",
     "StoreError",
+    "StoreUnavailable",
     "parse_proxies",
     "store_from_uri",
     "system_clock",

@@ -27,6 +27,7 @@ from .policy import choosing, outcomes, probing, report, states, upkeep
 from .policy.books import Books
 from .probes import ProbeTask
 from .proxy import Proxy
+from .store.base import StoreUnavailable
 from .store.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -152,6 +153,8 @@ class ProxyPool:
         got = self._store.acquire(site, key, choose, now, self._gen)
         if got.shared is not None:
             self._adopt(got.shared)
+            if got.proxy_id is None:  # chosen from stale books: choose again
+                got = self._store.acquire(site, key, choose, now, self._gen)
         if events:
             self._settle(events)
         if got.proxy_id is None:
@@ -249,6 +252,21 @@ class ProxyPool:
             events.append(LeasesReclaimed(reclaimed))
         upkeep.maintain(books, now, events)
 
+    def _restore(self) -> None:
+        """The store lost everything (a Redis restarted without persistence): register our
+        proxies again and commit what our books know of their states. Leases in flight were
+        lost with it; their releases will find nothing to end."""
+        logger.warning(
+            "proxy store lost its state; registering %d proxies again", len(self._books.proxies)
+        )
+        for rec in self._books.proxies.values():
+            rec.active = 0
+            self._store.add_proxy(rec.proxy)
+            if rec.state is not State.HEALTHY:
+                self._books.dirty.add(rec.id)
+        self._gen = self._store.load(self._clock()).gen
+        self._settle(())
+
     def _follow(self, gen: int) -> None:
         """Our own membership change moved the store on by one: our books have it already."""
         if gen == self._gen + 1:
@@ -260,7 +278,12 @@ class ProxyPool:
         books = self._books
         if books.dirty or books.dirty_benches:
             changed, benches = books.take_dirty()
-            done = self._store.commit(self._gen, changed, benches, self._clock())
+            try:
+                done = self._store.commit(self._gen, changed, benches, self._clock())
+            except StoreUnavailable:
+                books.dirty.update(changed)  # to be committed with the next change
+                books.dirty_benches[:0] = benches
+                raise
             if not done.ok:
                 assert done.shared is not None
                 self._adopt(done.shared)
@@ -276,6 +299,9 @@ class ProxyPool:
         """Take the shared state: proxies added or removed, states and benches set elsewhere."""
         books = self._books
         now = self._clock()
+        if shared.reset and books.proxies:
+            self._restore()
+            return
         self._gen = shared.gen
         events: list[Event] = []
         if shared.proxies is not None:

@@ -54,6 +54,7 @@ class Shared:
     states: dict[str, tuple[State, float]]
     benches: dict[tuple[str, str], float]  # (site, proxy id) -> benched until
     proxies: dict[str, Proxy] | None
+    reset: bool = False  # the store lost its state (a Redis restarted without persistence)
 
 
 class Acquired(NamedTuple):

@@ -168,12 +168,15 @@ class RedisStore(PoolStore):
             return None
         gen, reg, raw_states, raw_benches, raw_proxies = view
         proxies: dict[str, Proxy] | None = None
+        reset = False
         if reg != self._reg:
             proxies = {}
             for i in range(0, len(raw_proxies), 2):
                 proxies[raw_proxies[i]] = Proxy.parse(json.loads(raw_proxies[i + 1]))
+            # the registry counter only grows: lower means the keys were lost
+            reset = int(reg) < int(self._reg)
             self._reg = reg
-        return Shared(int(gen), _states(raw_states), _benches(raw_benches), proxies)
+        return Shared(int(gen), _states(raw_states), _benches(raw_benches), proxies, reset)
 
     # ---------------------------------------------------------------- registry
 
@@ -225,6 +228,7 @@ class RedisStore(PoolStore):
                 (gen, reg), states, benches, proxies = pipe.execute()
         except RedisError as exc:
             raise StoreUnavailable(f"proxy store load: {exc}") from exc
+        reset = int(reg or 0) < int(self._reg)
         self._reg = reg or "0"
         flat_states = [x for item in states.items() for x in item]
         flat_benches = [x for item in benches.items() for x in item]
@@ -236,6 +240,7 @@ class RedisStore(PoolStore):
             _states(flat_states),
             shared_benches,
             {pid: Proxy.parse(json.loads(spec)) for pid, spec in proxies.items()},
+            reset,
         )
 
     # ---------------------------------------------------------------- leases and sessions
