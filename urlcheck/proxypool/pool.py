@@ -145,7 +145,8 @@ class ProxyPool:
             self._maintain(now, events)
         # in sight from its first request: a failure's row is judged against the sites the
         # crawl visits, not only those that answered so far
-        pairs = books.site(site, now).pairs
+        site_rec = books.sites.get(site)
+        pairs = (site_rec if site_rec is not None else books.site(site, now)).pairs
 
         def choose(exhausted: bool = False) -> choosing.Choice:
             return choosing.choose(books, self._pick, pairs, key, now, self._alternates, exhausted)

@@ -110,7 +110,7 @@ def pick_round_robin(
     n = len(cands)
     for step in range(n):
         c = cands[(start + step) % n]
-        if effective_weight(c, pairs, now) > 0.0:
+        if _usable(c, pairs, now):
             return c, start + step + 1
     return None, start
 
@@ -125,11 +125,21 @@ def pick_least_connections(
     offset = int(random() * n)
     best: C | None = None
     best_load = 0.0
-    for step in range(n):
-        c = cands[(offset + step) % n]
-        if effective_weight(c, pairs, now) <= 0.0:
+    get = pairs.get
+    # The scan is the pool's hottest loop: effective_weight is inlined.
+    for index in range(offset, offset + n):
+        c = cands[index % n]
+        cap = c.cap
+        active = c.active
+        if cap and active >= cap:
             continue
-        load = c.active / c.static_weight
+        pair = get(c.id)
+        if pair is None:
+            if c.weight <= 0.0:
+                continue
+        elif pair.benched_until > now or c.weight * pair.factor <= 0.0:
+            continue
+        load = active / c.static_weight
         if best is None or load < best_load:
             best, best_load = c, load
     return best
@@ -143,9 +153,20 @@ def pick_sticky(
     best: C | None = None
     best_score = -1.0
     for c in cands:
-        if effective_weight(c, pairs, now) <= 0.0:
+        if not _usable(c, pairs, now):
             continue
         score = rendezvous_score(key_hash, c.node_hash, c.static_weight)
         if score > best_score:
             best, best_score = c, score
     return best
+
+
+def _usable(c: Candidate, pairs: Mapping[str, PairView], now: float) -> bool:
+    """effective_weight(c, pairs, now) > 0.0, without the multiplication when it is clear."""
+    cap = c.cap
+    if cap and c.active >= cap:
+        return False
+    pair = pairs.get(c.id)
+    if pair is None:
+        return c.weight > 0.0
+    return pair.benched_until <= now and c.weight * pair.factor > 0.0

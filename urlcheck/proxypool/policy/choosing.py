@@ -80,6 +80,10 @@ def choose(  # noqa: PLR0917
 ) -> Choice:
     """The strategy's choice (or the key's rendezvous choice), with alternates if asked;
     `exhausted`: the store found none of them usable, only the fallback is wanted."""
+    if key is None and not exhausted and not alternates:  # the common case, first
+        rec = pick(b, pairs, now)
+        if rec is not None:
+            return Choice((rec.id,), None)
     if exhausted:
         rec = None
     elif key is None:

@@ -93,13 +93,14 @@ class MemoryStore(PoolStore):
             fallback = False
             if proxy_id is None:
                 order, forced = choose(False)
-                active, caps = self._active, self._caps
+                active, caps, out, benches = self._active, self._caps, self._out, self._benches
                 for candidate in order:
-                    cap = caps.get(candidate)
+                    cap = caps.get(candidate)  # None: not registered
                     if (
                         cap is not None
                         and (not cap or active[candidate] < cap)
-                        and self._usable(candidate, site, now)
+                        and candidate not in out
+                        and (not benches or benches.get((site, candidate), 0.0) <= now)
                     ):
                         proxy_id = candidate
                         break
