@@ -95,7 +95,7 @@ class RedisStore(PoolStore):
             retry_on_error=[],
             decode_responses=True,
         )
-        self.url = url
+        self._where = url.rpartition("@")[2]  # no password in messages
         self.name = name
         self.server_time = server_time
         self._token = secrets.token_hex(6)  # tells this process's leases from others'
@@ -145,6 +145,15 @@ class RedisStore(PoolStore):
 
     def open(self, config: PoolConfig) -> None:
         super().open(config)
+        # Loaded up front, so that no pool call pays for a NOSCRIPT (one after a restart does).
+        try:
+            with self._client.pipeline(transaction=False) as pipe:
+                for script in self._scripts.values():
+                    pipe.script_load(script.text)
+                self.round_trips += 1
+                pipe.execute()
+        except RedisError as exc:
+            raise StoreUnavailable(f"proxy store at {self._where}: {exc}") from exc
 
     def __repr__(self) -> str:
         return f"RedisStore(pool {self.name!r})"
