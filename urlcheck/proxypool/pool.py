@@ -151,26 +151,30 @@ class ProxyPool:
         def choose(exhausted: bool = False) -> choosing.Choice:
             return choosing.choose(books, self._pick, pairs, key, now, self._alternates, exhausted)
 
-        got = self._store.acquire(site, key, choose, now, self._gen)
-        if got.shared is not None:
-            self._adopt(got.shared)
-            if got.proxy_id is None:  # chosen from stale books: choose again
-                got = self._store.acquire(site, key, choose, now, self._gen)
+        lease_id, proxy_id, lost, fallback, shared = self._store.acquire(
+            site, key, choose, now, self._gen
+        )
+        if shared is not None:
+            self._adopt(shared)
+            if proxy_id is None:  # chosen from stale books: choose again
+                lease_id, proxy_id, lost, fallback, _ = self._store.acquire(
+                    site, key, choose, now, self._gen
+                )
         if events:
             self._settle(events)
-        if got.proxy_id is None:
+        if proxy_id is None:
             raise NoProxyAvailableError(
                 "no proxy in the pool" if not books.proxies else f"no eligible proxy for {site}"
             )
-        rec = books.proxies.get(got.proxy_id)
+        rec = books.proxies.get(proxy_id)
         if rec is None:  # added by another process since we last looked
             self._adopt(self._store.load(now))
-            rec = books.proxies[got.proxy_id]
+            rec = books.proxies[proxy_id]
         rec.active += 1
         rec.last_used = now
-        if got.session_lost:
+        if lost:
             logger.debug("session for key on %s lost; now on %s", site, rec.id)
-        return Lease(got.lease_id, rec.proxy, site, key, got.session_lost, got.fallback, now)
+        return Lease(lease_id, rec.proxy, site, key, lost, fallback, now)
 
     def release(self, lease: Lease, outcome: Outcome) -> None:
         """Return a lease with how the request ended. Releasing twice is ignored."""
@@ -178,14 +182,14 @@ class ProxyPool:
             logger.warning("lease %d on %s released twice; ignored", lease.id, lease.proxy.id)
             return
         now = self._clock()
-        done = self._store.release(lease.id, lease.proxy.id, now, self._gen)
+        ended, shared = self._store.release(lease.id, lease.proxy.id, now, self._gen)
         lease.released = True
-        if done.shared is not None:
-            self._adopt(done.shared)
+        if shared is not None:
+            self._adopt(shared)
         rec = self._books.proxies.get(lease.proxy.id)
         if rec is None:
             return
-        if done.ended:
+        if ended:
             rec.active -= 1
         code = classify(outcome)
         events = outcomes.record(self._books, rec, lease.site, code, outcome.latency, now)

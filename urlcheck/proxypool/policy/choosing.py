@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 from operator import itemgetter
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ..hashing import stable_hash
 from ..health import State
@@ -38,14 +38,11 @@ _ALTERNATES = 7
 Picker = Callable[["Books", "dict[str, PairRec]", float], "ProxyRec | None"]
 
 
-class Choice(NamedTuple):
-    """Proxy ids in order of preference, each to be taken only if the store finds it in service,
-    unbenched for the site and under its cap; else `forced` (the least bad, a fallback lease),
-    or nothing when `forced` is None. A store that finds none of `order` usable asks again
-    with ``exhausted=True`` for the fallback."""
-
-    order: tuple[str, ...]
-    forced: str | None
+#: (order, forced): proxy ids in order of preference, each to be taken only if the store finds
+#: it in service, unbenched for the site and under its cap; else `forced` (the least bad, a
+#: fallback lease), or nothing when `forced` is None. A store that finds none of `order` usable
+#: asks again with ``exhausted=True`` for the fallback. A plain tuple: built on every acquire.
+Choice = tuple[tuple[str, ...], str | None]
 
 
 def _weighted(b: Books, pairs: dict[str, PairRec], now: float) -> ProxyRec | None:
@@ -83,7 +80,7 @@ def choose(  # noqa: PLR0917
     if key is None and not exhausted and not alternates:  # the common case, first
         rec = pick(b, pairs, now)
         if rec is not None:
-            return Choice((rec.id,), None)
+            return (rec.id,), None
     if exhausted:
         rec = None
     elif key is None:
@@ -92,13 +89,13 @@ def choose(  # noqa: PLR0917
         rec = pick_sticky(stable_hash(key), b.cands, pairs, now)
     if rec is None:
         if b.config.fail_closed or not b.proxies:
-            return Choice((), None)
-        return Choice((), least_bad(b, pairs, now).id)
+            return (), None
+        return (), least_bad(b, pairs, now).id
     if not alternates:
-        return Choice((rec.id,), None)
+        return (rec.id,), None
     weighed = [(effective_weight(c, pairs, now), c) for c in b.cands if c is not rec]
     others = [c for w, c in heapq.nlargest(_ALTERNATES, weighed, key=itemgetter(0)) if w > 0.0]
-    return Choice((rec.id, *(c.id for c in others)), None)
+    return (rec.id, *(c.id for c in others)), None
 
 
 def least_bad(b: Books, pairs: dict[str, PairRec], now: float) -> ProxyRec:

@@ -57,17 +57,14 @@ class Shared:
     reset: bool = False  # the store lost its state (a Redis restarted without persistence)
 
 
-class Acquired(NamedTuple):
-    lease_id: int
-    proxy_id: str | None  # None: nothing to hand out (empty pool, or fail_closed)
-    session_lost: bool  # the key's session ended because its proxy left service
-    fallback: bool  # nothing was eligible; this is the least bad proxy
-    shared: Shared | None  # newer shared state, when the caller's gen was behind
-
-
-class Released(NamedTuple):
-    ended: bool  # False: the lease had already expired (and was reclaimed)
-    shared: Shared | None
+# Plain tuples on the hot path (a NamedTuple costs more to build than the rest of a memory
+# store call), unpacked at once by the pool:
+#: (lease id, proxy id or None when there is nothing to hand out (empty pool, or fail_closed),
+#: session lost (the key's proxy left service), fallback (nothing was eligible: the least bad),
+#: newer shared state when the caller's generation was behind)
+Acquired = tuple[int, str | None, bool, bool, Shared | None]
+#: (ended: False when the lease had already expired and was reclaimed, newer shared state)
+Released = tuple[bool, Shared | None]
 
 
 class Committed(NamedTuple):

@@ -106,7 +106,7 @@ class MemoryStore(PoolStore):
                         break
                 else:
                     if order:
-                        forced = choose(True).forced
+                        forced = choose(True)[1]
                     if forced is not None and forced in self._proxies:
                         proxy_id, fallback = forced, True
                 if key is not None:
@@ -115,12 +115,12 @@ class MemoryStore(PoolStore):
                     elif session is not None:
                         del self._sessions[key]
                 if proxy_id is None:
-                    return Acquired(0, None, lost, False, None)
+                    return 0, None, lost, False, None
             lease_id = next(self._lease_ids)
             self._leases[lease_id] = (now + self.config.lease_ttl, proxy_id)
             self._active[proxy_id] += 1
             shared = self._shared(now) if gen != self._gen else None
-            return Acquired(lease_id, proxy_id, lost, fallback, shared)
+            return lease_id, proxy_id, lost, fallback, shared
 
     def _usable(self, proxy_id: str, site: str, now: float) -> bool:
         return (
@@ -135,7 +135,7 @@ class MemoryStore(PoolStore):
             if lease is not None and lease[1] in self._active:
                 self._active[lease[1]] -= 1
             shared = self._shared(now) if gen != self._gen else None
-            return Released(lease is not None, shared)
+            return lease is not None, shared
 
     def reclaim(self, now: float) -> Sequence[tuple[int, str]]:
         with self._lock:

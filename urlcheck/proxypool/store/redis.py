@@ -285,9 +285,7 @@ class RedisStore(PoolStore):
             if forced is not None:
                 reply = self._acquire(site, key, order, forced, now, gen)
         lease, proxy_id, lost, fallback, view = reply
-        return Acquired(
-            int(lease), proxy_id or None, bool(lost), bool(fallback), self._shared(view)
-        )
+        return int(lease), proxy_id or None, bool(lost), bool(fallback), self._shared(view)
 
     def _acquire(  # noqa: PLR0917
         self,
@@ -321,7 +319,7 @@ class RedisStore(PoolStore):
         ended, view = self._run(
             "release", self._keys["release"], [member, proxy_id, gen, self._reg]
         )
-        return Released(bool(ended), self._shared(view))
+        return bool(ended), self._shared(view)
 
     def reclaim(self, now: float) -> Sequence[tuple[int, str]]:
         expired = self._run("reclaim", self._keys["reclaim"], [self._now(now), _RECLAIM_BATCH])
