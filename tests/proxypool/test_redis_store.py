@@ -12,7 +12,7 @@ import redis
 from urlcheck.proxypool import ManualClock, PoolConfig, ProxyPool, StoreUnavailable
 from urlcheck.proxypool.store.redis import RedisStore
 
-from .sim import AUTH, OK, proxy_urls
+from .sim import AUTH, CONTROL_URLS, OK, proxy_urls
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -88,3 +88,29 @@ def test_an_unreachable_store_raises_one_error_and_a_restart_refills_it(
     assert {p.id for p in other.proxies} == {p.id for p in pool.proxies}
     pool.close()
     other.close()
+
+
+def test_a_proxy_is_probed_by_one_process_at_a_time(server: RedisServer) -> None:
+    config = PoolConfig(control_urls=CONTROL_URLS, probe_batch=10)
+    clock = ManualClock()
+    first, second = (
+        ProxyPool(
+            proxy_urls(6),
+            config,
+            store=RedisStore(server.url, "t", server_time=False),
+            clock=clock,
+            seed=seed,
+        )
+        for seed in (1, 2)
+    )
+    clock.advance(config.probe_idle_max + 1)  # every proxy is idle: all are due
+    mine = {task.proxy_id for task in first.due_probes()}
+    theirs = {task.proxy_id for task in second.due_probes()}
+    assert len(mine) == 6
+    assert not theirs
+    for proxy_id in mine:  # reported: the claims end
+        first.report_probe(proxy_id, CONTROL_URLS[0], True, 0.1)
+    clock.advance(config.probe_idle_max + 1)
+    assert {task.proxy_id for task in second.due_probes()} == mine
+    first.close()
+    second.close()

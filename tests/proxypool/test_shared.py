@@ -132,3 +132,12 @@ def test_a_killed_process_frees_its_leases_after_the_ttl(
     leases = [survivor.acquire(f"site{i}.test") for i in range(total)]
     assert len(leases) == total
     assert survivor.snapshot()["totals"]["leases_active"] == total
+
+
+def test_sticky_sessions_are_shared(server: RedisServer, pools: list[ProxyPool]) -> None:
+    here = local_pool(server.url, pools)
+    procs = [start(server.url, "sticky", "visitor-7") for _ in range(2)]
+    there = [first_line(p)["proxy"] for p in procs]
+    assert [finish(p) for p in procs] == [0, 0]
+    assert there[0] == there[1]
+    assert here.acquire("site.test", key="visitor-7").proxy.id == there[0]

@@ -59,11 +59,19 @@ def quarantine(url: str) -> None:
     print(json.dumps({"target": target, "state": states[target]}), flush=True)
 
 
+def sticky(url: str, key: str) -> None:
+    """The proxy the key's session is on."""
+    lease = pool(url).acquire("site.test", key=key)
+    print(json.dumps({"proxy": lease.proxy.id}), flush=True)
+
+
 if __name__ == "__main__":
     redis_url, command, *rest = sys.argv[1:]
     if command == "hold":
         hold(redis_url, int(rest[0]))
     elif command == "quarantine":
         quarantine(redis_url)
+    elif command == "sticky":
+        sticky(redis_url, rest[0])
     else:
         raise SystemExit(f"unknown command {command}")
