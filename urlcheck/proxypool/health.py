@@ -1,7 +1,7 @@
 """Passive health: outcome windows, states, and the rules that move a proxy between them.
 
-Everything here is a pure function of a window, a few numbers and the config, so that the memory
-store can apply it under a lock and a Redis store can apply the same rules inside a Lua script.
+Everything here is a pure function of a window, a few numbers and the config; the policy
+(`policy/`) applies it to its books, whatever store holds the shared state.
 """
 
 from __future__ import annotations

@@ -20,14 +20,14 @@ class ErrorKind(StrEnum):
     OTHER = "other"
 
 
-# Bits of an outcome code, as windows store them. A Redis store keeps the same small integers.
+# Bits of an outcome code, as windows store them.
 FAIL = 1  # counts as a failure of the proxy on this site
 SOFT = 2  # rate limited (429/503): a fraction of a failure, and only for the (proxy, site) pair
 CAPTCHA = 4
 BLOCK = 8
 PROXY_FAULT = 16  # certainly the proxy's fault, whatever other proxies see on the site
 PERMANENT = 32  # no point retrying this proxy: 407
-CELL = 64  # set by the store: a failure counted for the (proxy, site) pair only, not the proxy
+CELL = 64  # set by the policy: a failure counted for the (proxy, site) pair only, not the proxy
 WINDOW_BITS = FAIL | SOFT | CAPTCHA | BLOCK
 
 _RATE_LIMIT_STATUSES = frozenset({429, 503})
