@@ -147,9 +147,14 @@ class ProxyPool:
         # crawl visits, not only those that answered so far
         site_rec = books.sites.get(site)
         pairs = (site_rec if site_rec is not None else books.site(site, now)).pairs
+        pick, alternates = self._pick, self._alternates
 
         def choose(exhausted: bool = False) -> choosing.Choice:
-            return choosing.choose(books, self._pick, pairs, key, now, self._alternates, exhausted)
+            if key is None and not exhausted and not alternates:  # the common case, inlined
+                rec = pick(books, pairs, now)
+                if rec is not None:
+                    return (rec.id,), None
+            return choosing.choose(books, pick, pairs, key, now, alternates, exhausted)
 
         lease_id, proxy_id, lost, fallback, shared = self._store.acquire(
             site, key, choose, now, self._gen

@@ -128,9 +128,13 @@ def pick_least_connections(
     get = pairs.get
     # The scan is the pool's hottest loop: effective_weight is inlined, and a rotated copy of
     # the list iterates faster than indexing modulo n (measured: 2.3 against 5.4 us for 20).
+    # Only a lower load can replace the best so far: test that first, usability after.
     for c in [*cands[offset:], *cands[:offset]] if offset else cands:
-        cap = c.cap
         active = c.active
+        load = active / c.static_weight
+        if best is not None and load >= best_load:
+            continue
+        cap = c.cap
         if cap and active >= cap:
             continue
         pair = get(c.id)
@@ -139,9 +143,7 @@ def pick_least_connections(
                 continue
         elif pair.benched_until > now or c.weight * pair.factor <= 0.0:
             continue
-        load = active / c.static_weight
-        if best is None or load < best_load:
-            best, best_load = c, load
+        best, best_load = c, load
     return best
 
 

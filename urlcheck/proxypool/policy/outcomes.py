@@ -68,8 +68,9 @@ def record(  # noqa: PLR0917
     pair.ok += not code
     if code or pair.route != 1.0:
         value = 0.0 if fail else (1.0 - cfg.soft_failure_weight if code & SOFT else 1.0)
-        pair.route += b.pair_alpha * (value - pair.route)
-        pair.factor = health.success_factor(pair.route, cfg)
+        route = pair.route = pair.route + b.pair_alpha * (value - pair.route)
+        # health.success_factor, inlined: this runs on most releases once failures happen
+        pair.factor = max(cfg.min_weight, max(route, 0.0) ** cfg.weight_exponent)
     if code & PERMANENT:
         kill(b, rec, "proxy authentication failed (407)", now, events)
         return events
@@ -116,7 +117,15 @@ def record(  # noqa: PLR0917
             if rec.weight != rec.static_weight or rec.lat_fast > b.pool_latency:
                 reweigh(b, rec)
             return events
-        after_success(b, rec, pair, now, events)
+        if not (
+            rec.state is State.HEALTHY
+            and not rec.spiking
+            and rec.outlier is None
+            and not rec.level
+            and not pair.level
+            and window.n != cfg.min_outcomes
+        ):  # else nothing in after_success applies: spare the call
+            after_success(b, rec, pair, now, events)
     else:
         # A red cell in a green row counts against the pair only; the proxy's own window
         # takes the failures that span its row, and those that are certainly its own.

@@ -6,6 +6,7 @@ between states moves it in and out of the candidates.
 
 from __future__ import annotations
 
+from math import sqrt
 from typing import TYPE_CHECKING
 
 from .. import health
@@ -110,10 +111,14 @@ def set_state(  # noqa: PLR0917
 
 
 def reweigh(b: Books, rec: ProxyRec) -> None:
+    # Runs on most releases: health.success_factor and health.latency_factor, inlined.
     cfg = b.config
-    factor = health.success_factor(rec.window.smoothed_success(cfg.soft_failure_weight), cfg)
-    if rec.lat_n and b.pool_latency > 0.0:
-        factor *= health.latency_factor(rec.lat_fast, b.pool_latency, cfg)
+    window = rec.window
+    smoothed = 1.0 - (window.fails + cfg.soft_failure_weight * window.softs) / (window.n + 1)
+    factor = max(cfg.min_weight, max(smoothed, 0.0) ** cfg.weight_exponent)
+    own, pool = rec.lat_fast, b.pool_latency
+    if rec.lat_n and pool > 0.0 and own > pool:
+        factor *= max(cfg.latency_weight_floor, sqrt(pool / own))
     if rec.state is State.DEGRADED:
         factor *= cfg.degraded_weight
     elif rec.state is State.PROBING:
