@@ -154,6 +154,7 @@ class ProxyPool:
                 rec = pick(books, pairs, now)
                 if rec is not None:
                     return (rec.id,), None
+                exhausted = True  # nothing usable: only the fallback is left
             return choosing.choose(books, pick, pairs, key, now, alternates, exhausted)
 
         lease_id, proxy_id, lost, fallback, shared = self._store.acquire(

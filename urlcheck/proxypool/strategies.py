@@ -21,6 +21,7 @@ __all__ = [
     "pick_round_robin",
     "pick_sticky",
     "pick_weighted",
+    "usable",
 ]
 
 _ACCEPT_TRIES = 24
@@ -110,7 +111,7 @@ def pick_round_robin(
     n = len(cands)
     for step in range(n):
         c = cands[(start + step) % n]
-        if _usable(c, pairs, now):
+        if usable(c, pairs, now):
             return c, start + step + 1
     return None, start
 
@@ -155,7 +156,7 @@ def pick_sticky(
     best: C | None = None
     best_score = -1.0
     for c in cands:
-        if not _usable(c, pairs, now):
+        if not usable(c, pairs, now):
             continue
         score = rendezvous_score(key_hash, c.node_hash, c.static_weight)
         if score > best_score:
@@ -163,7 +164,7 @@ def pick_sticky(
     return best
 
 
-def _usable(c: Candidate, pairs: Mapping[str, PairView], now: float) -> bool:
+def usable(c: Candidate, pairs: Mapping[str, PairView], now: float) -> bool:
     """effective_weight(c, pairs, now) > 0.0, without the multiplication when it is clear."""
     cap = c.cap
     if cap and c.active >= cap:

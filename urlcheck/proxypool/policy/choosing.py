@@ -3,19 +3,17 @@ rendezvous hashing, and the least bad proxy when nothing is eligible."""
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
-from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from ..hashing import stable_hash
 from ..health import State
 from ..strategies import (
-    effective_weight,
     pick_least_connections,
     pick_round_robin,
     pick_sticky,
     pick_weighted,
+    usable,
 )
 
 if TYPE_CHECKING:
@@ -77,10 +75,6 @@ def choose(  # noqa: PLR0917
 ) -> Choice:
     """The strategy's choice (or the key's rendezvous choice), with alternates if asked;
     `exhausted`: the store found none of them usable, only the fallback is wanted."""
-    if key is None and not exhausted and not alternates:  # the common case, first
-        rec = pick(b, pairs, now)
-        if rec is not None:
-            return (rec.id,), None
     if exhausted:
         rec = None
     elif key is None:
@@ -93,9 +87,17 @@ def choose(  # noqa: PLR0917
         return (), least_bad(b, pairs, now).id
     if not alternates:
         return (rec.id,), None
-    weighed = [(effective_weight(c, pairs, now), c) for c in b.cands if c is not rec]
-    others = [c for w, c in heapq.nlargest(_ALTERNATES, weighed, key=itemgetter(0)) if w > 0.0]
-    return (rec.id, *(c.id for c in others)), None
+    # The next usable candidates after the choice: fallbacks for when other processes' leases
+    # fill it, cheap to find (the choice itself already followed the strategy).
+    cands = b.cands
+    at = cands.index(rec) if rec in cands else 0
+    order = [rec.id]
+    for c in [*cands[at + 1 :], *cands[:at]]:
+        if usable(c, pairs, now):
+            order.append(c.id)
+            if len(order) > _ALTERNATES:
+                break
+    return tuple(order), None
 
 
 def least_bad(b: Books, pairs: dict[str, PairRec], now: float) -> ProxyRec:
