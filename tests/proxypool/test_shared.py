@@ -141,3 +141,23 @@ def test_sticky_sessions_are_shared(server: RedisServer, pools: list[ProxyPool])
     assert [finish(p) for p in procs] == [0, 0]
     assert there[0] == there[1]
     assert here.acquire("site.test", key="visitor-7").proxy.id == there[0]
+
+
+def test_a_pair_benched_in_one_process_steers_the_others(
+    server: RedisServer, pools: list[ProxyPool]
+) -> None:
+    proc = start(server.url, "bench")
+    result = first_line(proc)
+    assert finish(proc) == 0
+    target = result["target"]
+    assert result["benched"] is not None
+    assert result["state"] in ("healthy", "degraded")  # a red cell in a green row: the pair only
+    observer = local_pool(server.url, pools)
+    on_blocked, elsewhere = set(), set()
+    for _ in range(100):
+        for site, seen in (("blocked.test", on_blocked), ("fine.test", elsewhere)):
+            lease = observer.acquire(site)
+            seen.add(lease.proxy.id)
+            observer.release(lease, OK)
+    assert target not in on_blocked
+    assert target in elsewhere

@@ -17,7 +17,7 @@ from urlcheck.proxypool import (
 )
 from urlcheck.proxypool.store.redis import RedisStore
 
-from .sim import OK, UNREACHABLE, proxy_urls
+from .sim import BLOCKED, OK, UNREACHABLE, proxy_urls
 
 PROXIES = 10
 CAP = 1
@@ -59,6 +59,26 @@ def quarantine(url: str) -> None:
     print(json.dumps({"target": target, "state": states[target]}), flush=True)
 
 
+def bench(url: str) -> None:
+    """Block the first proxy on one site only, until this process benches that pair."""
+    p = pool(url)
+    target = p.proxies[0].id
+    clock = p._clock
+    assert isinstance(clock, ManualClock)
+    benched = None
+    for index in range(2000):
+        site = ("blocked.test", "fine.test", "also-fine.test")[index % 3]
+        lease = p.acquire(site)
+        clock.advance(0.05)
+        p.release(lease, BLOCKED if (site, lease.proxy.id) == ("blocked.test", target) else OK)
+        cell = p.snapshot()["matrix"].get("blocked.test", {}).get(target)
+        if cell is not None and cell["benched_until"] is not None:
+            benched = cell["benched_until"]
+            break
+    states = {x["id"]: x["state"] for x in p.snapshot()["proxies"]}
+    print(json.dumps({"target": target, "benched": benched, "state": states[target]}), flush=True)
+
+
 def sticky(url: str, key: str) -> None:
     """The proxy the key's session is on."""
     lease = pool(url).acquire("site.test", key=key)
@@ -71,6 +91,8 @@ if __name__ == "__main__":
         hold(redis_url, int(rest[0]))
     elif command == "quarantine":
         quarantine(redis_url)
+    elif command == "bench":
+        bench(redis_url)
     elif command == "sticky":
         sticky(redis_url, rest[0])
     else:
