@@ -65,7 +65,7 @@ _ERROR_KINDS = {
     "tls": ErrorKind.TLS,
     "connection_lost": ErrorKind.CONNECTION_LOST,
     "connect": ErrorKind.PROXY_UNREACHABLE,  # we connect to the proxy, not to the site
-    "dns": ErrorKind.PROXY_UNREACHABLE,
+    "dns": ErrorKind.PROXY_DNS,  # we resolve only the proxy host; the proxy resolves the site
 }
 
 

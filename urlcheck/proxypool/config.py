@@ -65,14 +65,16 @@ class PoolConfig:
     # Quarantine
     backoff_base: float = _f(60.0, "First quarantine back-off, seconds; doubles each time.")
     backoff_max: float = _f(3600.0, "Cap of the quarantine back-off, seconds.")
-    backoff_jitter: float = _f(0.2, "Back-off is shortened by up to this fraction, at random.")
+    backoff_jitter: float = _f(0.2, "Back-off moves up or down by up to this fraction, at random.")
     backoff_reset_after: float = _f(1800.0, "Seconds of stable work that reset the back-off.")
     probes_to_return: int = _f(5, "Consecutive passed probes that end a quarantine.")
     probe_retry_interval: float = _f(10.0, "Seconds between probes of a quarantined proxy.")
     ramp_start: float = _f(0.1, "Share of its weight a returning (probing) proxy starts with.")
     ramp_requests: int = _f(20, "Successful requests a probing proxy needs for full weight.")
-    dead_after_cycles: int = _f(5, "Failed quarantine cycles in a row that make a proxy dead.")
-    dead_probe_interval: float = _f(1800.0, "Seconds between probes of a dead proxy.")
+    dead_after_cycles: int = _f(
+        10, "Failed quarantine cycles in a row that make a proxy dead (about 5 h of failing)."
+    )
+    dead_probe_interval: float = _f(3600.0, "Seconds between probes of a dead proxy (+-25%).")
     # Protecting the pool from itself
     quarantine_cap: float = _f(0.30, "Largest share of proxies out of service at once.")
     pair_bench_cap: float = _f(0.50, "Largest share of proxies benched on one site at once.")

@@ -350,8 +350,8 @@ class ProxyPool:
     def _log_one(self, event: Event) -> None:
         if isinstance(event, Transition):
             level = logging.INFO
-            if event.new is State.DEAD and "407" in event.reason:
-                level = logging.WARNING  # wrong credentials: a configuration mistake
+            if event.new is State.DEAD and ("407" in event.reason or "DNS" in event.reason):
+                level = logging.WARNING  # wrong credentials or host: a configuration mistake
             logger.log(
                 level,
                 "proxy %s: %s -> %s (%s)",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from .. import blame, health
 from ..health import State
-from ..outcome import CELL, FAIL, PERMANENT, PROXY_FAULT, SOFT
+from ..outcome import CELL, FAIL, PERMANENT, PROXY_FAULT, SOFT, permanent_reason
 from .books import PairRec, SiteRec
 from .judge import after_failure, check_faults, check_recoveries, judge_pair, noise_level
 from .states import check_degraded, kill, reweigh, set_state
@@ -72,7 +72,7 @@ def record(  # noqa: PLR0917
         # health.success_factor, inlined: this runs on most releases once failures happen
         pair.factor = max(cfg.min_weight, max(route, 0.0) ** cfg.weight_exponent)
     if code & PERMANENT:
-        kill(b, rec, "proxy authentication failed (407)", now, events)
+        kill(b, rec, permanent_reason(code), now, events)
         return events
     if site_rec.fault is not None or b.our_side is not None:
         return events  # excused: the site or our side is at fault, not this proxy

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .. import health
 from ..events import ControlUrlChanged, Event
 from ..health import IN_SERVICE, State
 from ..probes import ControlUrlStats
@@ -134,7 +135,7 @@ def probe_failed(b: Books, rec: ProxyRec, url: str, now: float, events: list[Eve
             rec.probe_ok = 0
             rec.next_probe_at = rec.until
     elif state is State.DEAD:
-        rec.next_probe_at = now + cfg.dead_probe_interval * (1.0 - 0.5 * b.random())
+        rec.next_probe_at = now + health.dead_probe_delay(cfg, b.random())
     else:
         rec.probe_fail_streak += 1
         rec.idle_after = cfg.probe_retry_interval  # look again soon
@@ -157,4 +158,4 @@ def probe_inconclusive(b: Books, rec: ProxyRec, now: float, events: list[Event])
                 reason = "control URLs inconclusive; real traffic decides"
                 return_to_service(b, rec, reason, now, events)
     elif rec.state is State.DEAD:
-        rec.next_probe_at = now + cfg.dead_probe_interval * (1.0 - 0.5 * b.random())
+        rec.next_probe_at = now + health.dead_probe_delay(cfg, b.random())

@@ -168,7 +168,7 @@ def bench(b: Books, rec: ProxyRec, reason: str, now: float, events: list[Event])
 
 
 def kill(b: Books, rec: ProxyRec, reason: str, now: float, events: list[Event]) -> None:
-    rec.next_probe_at = now + b.config.dead_probe_interval * (1.0 - 0.5 * b.random())
+    rec.next_probe_at = now + health.dead_probe_delay(b.config, b.random())
     if rec.state is State.DEAD:
         return
     set_state(b, rec, State.DEAD, reason, now, events)
