@@ -96,11 +96,7 @@ def noise(rate: float) -> Behaviour:
 @pytest.mark.parametrize(
     "failure",
     [
-        pytest.param(
-            UNREACHABLE,
-            marks=pytest.mark.xfail(reason="issue 15.1: noise test applied to proxy-only faults"),
-            id="refused",
-        ),
+        pytest.param(UNREACHABLE, id="refused"),
         pytest.param(AUTH, id="407"),
     ],
 )
@@ -188,7 +184,6 @@ def test_probe_targets_from_the_crawl_bring_a_dead_proxy_back() -> None:
     assert state(pool, target) != "dead"
 
 
-@pytest.mark.xfail(reason="issue 15.2: dead proxies fill the quarantine cap")
 def test_dead_proxies_do_not_fill_the_quarantine_cap() -> None:
     pool = new_pool(10, seed=23)
     rng = random.Random(23)
@@ -290,7 +285,6 @@ def test_failing_proxy_kept_in_service_by_the_cap_gets_little_traffic(strategy: 
 # ---------------------------------------------------------------- 4. small pools
 
 
-@pytest.mark.xfail(reason="issue 15.4: a cap of 30% of 3 rounds down to 0")
 def test_three_proxies_bench_the_dead_one() -> None:
     pool = new_pool(3, seed=41)
     rng = random.Random(41)
@@ -438,7 +432,6 @@ def test_a_fourfold_latency_rise_is_flagged() -> None:
 @pytest.mark.parametrize(
     ("proxies", "failure"), [(10, TIMEOUT), (5, UNREACHABLE)], ids=["timeout", "refused"]
 )
-@pytest.mark.xfail(reason="issue 15.7: a proxy is quarantined before our side is recognised")
 def test_pool_wide_outage_is_ours_before_any_quarantine(proxies: int, failure: Outcome) -> None:
     sites = [f"site{i}.example" for i in range(10)]
     for seed in range(3):
@@ -451,7 +444,6 @@ def test_pool_wide_outage_is_ours_before_any_quarantine(proxies: int, failure: O
         assert totals["quarantines_total"] == 0, seed
 
 
-@pytest.mark.xfail(reason="issue 15.7: stays probing forever when the cap blocks re-quarantine")
 def test_failing_proxy_blocked_by_the_cap_is_not_reported_probing() -> None:
     pool = new_pool(10, seed=74)
     rng = random.Random(74)

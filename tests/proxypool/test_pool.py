@@ -192,7 +192,7 @@ def test_snapshot_is_json_and_complete() -> None:
     assert totals["proxies"] == 3
     assert totals["states"]["healthy"] == 3
     assert totals["in_service"] == 3
-    assert totals["quarantine_cap"] == 0
+    assert totals["quarantine_cap"] == 1  # one of three may go: min_in_service keeps two
     assert totals["success_rate"] == 1.0
     assert totals["throughput"] == pytest.approx(30 / 60)
     proxy = snapshot["proxies"][0]

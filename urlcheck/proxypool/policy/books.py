@@ -38,6 +38,8 @@ class ProxyRec:
         "bench_b_until",
         "cap",
         "failed_cycles",
+        "fault_since",
+        "fault_streak",
         "id",
         "idle_after",
         "last_probe",
@@ -105,6 +107,8 @@ class ProxyRec:
         self.until = 0.0
         self.level = 0
         self.failed_cycles = 0
+        self.fault_streak = 0  # failures in a row that can only be the proxy's (refused, 407)
+        self.fault_since = 0.0  # when that streak began
         self.probe_ok = self.probe_fail_streak = self.probe_inconclusive = 0
         self.next_probe_at = 0.0
         self.probe_inflight_until = 0.0
@@ -229,6 +233,18 @@ class Books:
 
     def required_in_service(self) -> int:
         return min(self.config.min_in_service, len(self.proxies) - self.counts[State.DEAD])
+
+    def quarantine_cap(self) -> int:
+        """Most proxies quarantined at once: `quarantine_cap` of those not dead, at least one.
+
+        Dead proxies are left out (they are not the policy's to lift, and after half the pool
+        died nothing could be quarantined any more), and the floor of one lets a pool of three
+        bench its broken proxy: `min_in_service` is the limit that keeps small pools serving.
+        """
+        share = self.config.quarantine_cap
+        if share <= 0.0:
+            return 0
+        return max(1, int(share * (len(self.proxies) - self.counts[State.DEAD]) + 1e-9))
 
     def take_dirty(self) -> tuple[dict[str, tuple[State, float]], list[tuple[str, str, float]]]:
         """The changes to commit, and forget them."""

@@ -60,6 +60,12 @@ def after_failure(
             # Half-open: one failure that is clearly the proxy's sends it back, longer.
             bench(b, rec, "failed while half-open", now, events)
             return
+        if certain and rec.fault_streak >= cfg.recent_failures:
+            # Refused, reset or 407 can only be the proxy: no noise test, however noisy the
+            # pool; only "does everyone fail right now?" (then the fault is ours).
+            streak = health.Trip(f"{rec.fault_streak} proxy failures in a row", False)
+            judge_proxy(b, rec, tripped=streak, certain=True, noise=noise, now=now, events=events)
+            return
         proxy_trip = health.trip(rec.window, cfg, noise)
         if proxy_trip is not None and judge_proxy(
             b, rec, tripped=proxy_trip, certain=certain, noise=noise, now=now, events=events
@@ -101,14 +107,9 @@ def judge_proxy(
     cfg = b.config
     if certain:
         # The proxy itself failed, whatever the site; unless every proxy fails right now.
-        start = rec.recent_fail[0][0]
-        if (
-            blame.site_verdict(b.pool, rec.id, start=start, end=now, own_success=0.0, cfg=cfg)
-            is _PROXY
-        ):
+        start = rec.fault_since if rec.fault_streak else now
+        if ours_first(b, rec, tripped.reason, start, now, events):
             bench(b, rec, tripped.reason + " (proxy unreachable)", now, events)
-        else:
-            degrade(b, rec, tripped.reason + "; other proxies fail too", now, events)
         return True
     failures = list(rec.recent_fail)
     needed = len(failures) // 2 + 1
@@ -187,8 +188,24 @@ def judge_proxy(
             )
         return False
     where = ", ".join(sorted(suspects))
-    bench(b, rec, f"{tripped.reason}; concentrated on it at {where}", now, events)
+    start = min(at for at, _, _ in failures)
+    if ours_first(b, rec, tripped.reason, start, now, events):
+        bench(b, rec, f"{tripped.reason}; concentrated on it at {where}", now, events)
     return True
+
+
+def ours_first(  # noqa: PLR0917
+    b: Books, rec: ProxyRec, reason: str, start: float, now: float, events: list[Event]
+) -> bool:
+    """Before a proxy is quarantined, is the fault ours? Only the pool's outcomes since the
+    first of the failures judged (`start`) count; until there are enough of them, the proxy
+    is degraded and waits."""
+    works = blame.pool_works_since(b.pool, rec.id, start, b.config)
+    if works:
+        return True
+    why = "too soon to tell from the pool" if works is None else "other proxies fail too"
+    degrade(b, rec, f"{reason}; {why}", now, events)
+    return False
 
 
 def half_open_verdict(
@@ -298,6 +315,7 @@ def forget_failures_on(b: Books, site: str, site_rec: SiteRec) -> None:
         if rec is None:
             continue
         rec.forget_failures_on(site)
+        rec.fault_streak = 0
         if not rec.recent_fail:
             continue
         kept = [f for f in rec.recent_fail if f[1] != site]

@@ -102,7 +102,7 @@ def record(  # noqa: PLR0917
             rec.ok_b, rec.ok_b_at = rec.ok_a, rec.ok_a_at
             rec.ok_a = site
         rec.ok_a_at = now
-        rec.probe_fail_streak = 0
+        rec.probe_fail_streak = rec.fault_streak = 0
         if latency is not None and latency >= 0.0:
             record_latency(b, rec, latency)
         if (
@@ -144,6 +144,13 @@ def record(  # noqa: PLR0917
             rec.window.push(code)
             rec.seq += 1
             rec.recent_fail.append((now, site, rec.seq))
+        # the latest failures all the proxy's own (refused, reset, 407), back to back
+        if not code & PROXY_FAULT:
+            rec.fault_streak = 0
+        else:
+            if not rec.fault_streak:
+                rec.fault_since = now
+            rec.fault_streak += 1
         after_failure(
             b,
             rec,

@@ -51,8 +51,8 @@ def snapshot(b: Books, now: float, leases_active: int, sessions: int) -> PoolSna
     seconds = [s for s in b.buckets if now - 60 < s[0] <= now]
     outcomes = sum(s[1] for s in seconds)
     total = len(b.proxies)
-    cap = int(cfg.quarantine_cap * total + 1e-9)
-    out = b.counts[State.QUARANTINED] + b.counts[State.DEAD]
+    cap = b.quarantine_cap()
+    out = b.counts[State.QUARANTINED]
     controls: list[ControlUrlInfo] = [
         {"url": s.url, "broken": s.broken, "ok": s.ok, "failed": s.failed}
         for s in b.control.values()

@@ -128,11 +128,10 @@ def reweigh(b: Books, rec: ProxyRec) -> None:
 
 def bench_blocked(b: Books) -> str | None:
     """Why no further proxy may leave service now, if so."""
-    total = len(b.proxies)
-    out = b.counts[State.QUARANTINED] + b.counts[State.DEAD]
-    cap = int(b.config.quarantine_cap * total + 1e-9)
+    out = b.counts[State.QUARANTINED]
+    cap = b.quarantine_cap()
     if out + 1 > cap:
-        return f"quarantine cap reached ({out} of {total} out, cap {cap})"
+        return f"quarantine cap reached ({out} quarantined, cap {cap})"
     required = b.required_in_service()
     if len(b.cands) - 1 < required:
         return f"minimum in service ({required})"
@@ -147,9 +146,13 @@ def bench(b: Books, rec: ProxyRec, reason: str, now: float, events: list[Event])
     if rec.state in IN_SERVICE:
         blocked = bench_blocked(b)
         if blocked is not None:
+            why = f"{reason}; kept in service: {blocked}"
             if rec.state is State.PROBING:
+                # Not half-open any more: it failed its test. Say so, at the degraded weight.
                 rec.ramp_ok = 0
-            degrade(b, rec, f"{reason}; kept in service: {blocked}", now, events)
+                set_state(b, rec, State.DEGRADED, why, now, events)
+            else:
+                degrade(b, rec, why, now, events)
             return
     if rec.state is State.PROBING or rec.state is State.QUARANTINED:
         rec.failed_cycles += 1
@@ -191,10 +194,9 @@ def enforce_limits(b: Books, now: float, events: list[Event]) -> None:
     """Keep the cap and the minimum when the pool shrinks (removals, 407 deaths): bring back
     the quarantined proxies due soonest. Better doubtful proxies than too few."""
     while b.counts[State.QUARANTINED]:
-        total = len(b.proxies)
         required = b.required_in_service()
-        cap = int(b.config.quarantine_cap * total + 1e-9)
-        out = b.counts[State.QUARANTINED] + b.counts[State.DEAD]
+        cap = b.quarantine_cap()
+        out = b.counts[State.QUARANTINED]
         if len(b.cands) < required:
             reason = f"keeping the minimum of {required} in service"
         elif out > cap:
