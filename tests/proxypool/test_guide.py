@@ -222,16 +222,7 @@ def _key(strategy: str) -> Callable[[int], str | None]:
     return lambda i: None
 
 
-@pytest.mark.parametrize(
-    "strategy",
-    [
-        "weighted",
-        *(
-            pytest.param(s, marks=pytest.mark.xfail(reason="issue 15.3: ramp ignored"))
-            for s in STRATEGIES[1:]
-        ),
-    ],
-)
+@pytest.mark.parametrize("strategy", STRATEGIES)
 def test_half_open_ramp_holds_under_every_strategy(strategy: str) -> None:
     pool = new_pool(10, _config(strategy, control_urls=CONTROL_URLS), seed=31)
     rng = random.Random(31)
@@ -258,16 +249,7 @@ def test_half_open_ramp_holds_under_every_strategy(strategy: str) -> None:
     assert picked <= 4
 
 
-@pytest.mark.parametrize(
-    "strategy",
-    [
-        "weighted",
-        *(
-            pytest.param(s, marks=pytest.mark.xfail(reason="issue 15.3: degraded weight ignored"))
-            for s in STRATEGIES[1:]
-        ),
-    ],
-)
+@pytest.mark.parametrize("strategy", STRATEGIES)
 def test_failing_proxy_kept_in_service_by_the_cap_gets_little_traffic(strategy: str) -> None:
     # the cap lets one of ten out; the second failing proxy stays in service, degraded
     pool = new_pool(10, _config(strategy, quarantine_cap=0.1), seed=32)

@@ -69,6 +69,7 @@ class ProxyRec:
         "recent_fail",
         "row",
         "seq",
+        "share",
         "spiking",
         "stable_since",
         "state",
@@ -86,6 +87,7 @@ class ProxyRec:
         self.state = State.HEALTHY
         self.active = 0
         self.weight = self.static_weight
+        self.share = 1.0  # of its turns under the unweighted strategies (see strategies.py)
         self.window = Window(cfg.window_size, cfg.recent_window)
         self.latencies: deque[float] = deque(maxlen=cfg.window_size)
         self.lat_fast = self.lat_slow = 0.0

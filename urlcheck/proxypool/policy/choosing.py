@@ -48,7 +48,7 @@ def _weighted(b: Books, pairs: dict[str, PairRec], now: float) -> ProxyRec | Non
 
 
 def _round_robin(b: Books, pairs: dict[str, PairRec], now: float) -> ProxyRec | None:
-    rec, b.rr = pick_round_robin(b.cands, pairs, now, b.rr)
+    rec, b.rr = pick_round_robin(b.cands, pairs, now, b.rr, b.random)
     return rec
 
 

@@ -124,6 +124,8 @@ def reweigh(b: Books, rec: ProxyRec) -> None:
     elif rec.state is State.PROBING:
         factor *= health.ramp(rec.ramp_ok, cfg)
     rec.weight = rec.static_weight * factor
+    # round-robin, least connections and new sticky keys ignore weights, not the safeguards
+    rec.share = 1.0 if rec.state is State.HEALTHY else min(1.0, factor)
 
 
 def bench_blocked(b: Books) -> str | None:
