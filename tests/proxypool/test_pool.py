@@ -64,7 +64,13 @@ def test_empty_pool_raises() -> None:
 
 
 def test_cap_then_fallback_or_fail_closed() -> None:
-    open_pool = new_pool(["http://h1:1 max_concurrent=1"], clock=ManualClock())
+    hard = new_pool(["http://h1:1 max_concurrent=1"], clock=ManualClock())
+    first_hard = hard.acquire("a")
+    with pytest.raises(NoProxyAvailableError, match="every proxy is at its lease cap"):
+        hard.acquire("a")  # the cap is hard by default
+    hard.release(first_hard, OK)  # a shared store would count it against the next pool
+    soft = PoolConfig(hard_lease_cap=False)
+    open_pool = new_pool(["http://h1:1 max_concurrent=1"], soft, clock=ManualClock())
     first = open_pool.acquire("a")
     second = open_pool.acquire("a")  # nothing eligible: the least bad one
     assert not first.fallback
@@ -85,7 +91,8 @@ def test_per_proxy_cap_spreads_load() -> None:
     leases = [pool.acquire("a") for _ in range(8)]
     assert Counter(lease.proxy.id for lease in leases) == {p.id: 2 for p in pool.proxies}
     assert not any(lease.fallback for lease in leases)
-    assert pool.acquire("a").fallback
+    with pytest.raises(NoProxyAvailableError, match="lease cap"):
+        pool.acquire("a")
 
 
 @pytest.mark.parametrize("strategy", ["weighted", "round_robin", "least_connections"])

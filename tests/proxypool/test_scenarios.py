@@ -6,7 +6,15 @@ from collections import Counter
 
 import pytest
 
-from urlcheck.proxypool import Lease, ManualClock, Outcome, PoolConfig, PoolSnapshot, ProxyPool
+from urlcheck.proxypool import (
+    Lease,
+    ManualClock,
+    NoProxyAvailableError,
+    Outcome,
+    PoolConfig,
+    PoolSnapshot,
+    ProxyPool,
+)
 
 from .sim import (
     BLOCKED,
@@ -288,7 +296,7 @@ def test_no_key_changes_proxy_mid_session_under_churn() -> None:
 
 
 def test_crashed_leases_are_reclaimed_by_ttl(caplog: pytest.LogCaptureFixture) -> None:
-    config = PoolConfig(max_concurrent=2, lease_ttl=60.0)
+    config = PoolConfig(max_concurrent=2, lease_ttl=60.0, hard_lease_cap=False)
     clock = ManualClock()
     pool = new_pool(proxy_urls(2), config, clock=clock, seed=1)
     crashed = [pool.acquire("a") for _ in range(4)]  # never released: the caller died
@@ -558,7 +566,10 @@ def test_churn_keeps_the_books_straight(strategy: str) -> None:
         elif roll < 0.02 and len(pool.proxies) > 1:
             pool.remove(rng.choice(pool.proxies).id)
         elif roll < 0.6:
-            held.append(pool.acquire(rng.choice(SITES), rng.choice([None, None, "k1", "k2"])))
+            try:
+                held.append(pool.acquire(rng.choice(SITES), rng.choice([None, None, "k1", "k2"])))
+            except NoProxyAvailableError:
+                assert all(p["active"] >= p["max_concurrent"] for p in pool.snapshot()["proxies"])
         elif held:
             lease = held.pop(rng.randrange(len(held)))
             good = rng.random() < quality.setdefault(lease.proxy.id, rng.random())

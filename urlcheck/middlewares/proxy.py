@@ -38,7 +38,14 @@ from urlcheck.proxypool import (
     StoreUnavailable,
     store_from_uri,
 )
-from urlcheck.proxypool.events import Event, OurSideFault, PairBenched, SiteFault, Transition
+from urlcheck.proxypool.events import (
+    Event,
+    FallbackLease,
+    OurSideFault,
+    PairBenched,
+    SiteFault,
+    Transition,
+)
 from urlcheck.proxypool.outage import Outage
 from urlcheck.runtime import runtime
 
@@ -267,3 +274,5 @@ def count_event(stats: StatsCollector, event: Event) -> None:
         stats.inc_value("urlcheck/proxy/site_faults")
     elif isinstance(event, OurSideFault) and event.active:
         stats.inc_value("urlcheck/proxy/our_side_faults")
+    elif isinstance(event, FallbackLease):
+        stats.inc_value("urlcheck/proxy/fallback_leases")

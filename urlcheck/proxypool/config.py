@@ -39,6 +39,9 @@ class PoolConfig:
     lease_ttl: float = _f(600.0, "Seconds after which an unreleased lease is reclaimed.")
     session_ttl: float = _f(900.0, "Seconds a sticky session lives; renewed on every use.")
     fail_closed: bool = _f(False, "With nothing eligible: raise instead of the least bad proxy.")
+    hard_lease_cap: bool = _f(
+        True, "Never lend a proxy past its max_concurrent, not even as the least bad one."
+    )
     window_size: int = _f(50, "Outcomes kept per proxy (success rate, captcha rate, latency).")
     pair_window_size: int = _f(20, "Outcomes kept per (proxy, site) pair.")
     site_window_size: int = _f(50, "Outcomes kept per site, across proxies (blame).")

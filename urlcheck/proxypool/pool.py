@@ -5,6 +5,7 @@ event once."""
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from .config import PoolConfig
 from .events import (
     ControlUrlChanged,
     Event,
+    FallbackLease,
     LeasesReclaimed,
     OurSideFault,
     PairBenched,
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["Lease", "NoProxyAvailableError", "ProxyPool"]
 
 logger = logging.getLogger(__name__)
+
+_FALLBACK_LOG_EVERY = 60.0  # seconds between two warnings about fallback leases
 
 
 class NoProxyAvailableError(LookupError):
@@ -91,6 +95,8 @@ class ProxyPool:
         self._pick = choosing.picker(self.config.strategy)
         self._alternates = self._store.shared_by_processes
         self._listeners: list[Callable[[Event], object]] = []
+        self._fallbacks = 0  # fallback leases not yet logged (at most one line a minute)
+        self._fallback_logged_at = -math.inf
         self._gen = -1
         self._adopt(self._store.load(self._clock()))
         for proxy in proxies:
@@ -169,8 +175,12 @@ class ProxyPool:
         if events:
             self._settle(events)
         if proxy_id is None:
+            if not books.proxies:
+                raise NoProxyAvailableError("no proxy in the pool")
+            full = all(r.cap and r.active >= r.cap for r in books.proxies.values())
             raise NoProxyAvailableError(
-                "no proxy in the pool" if not books.proxies else f"no eligible proxy for {site}"
+                f"no eligible proxy for {site}"
+                + (": every proxy is at its lease cap" if full else "")
             )
         rec = books.proxies.get(proxy_id)
         if rec is None:  # added by another process since we last looked
@@ -178,6 +188,8 @@ class ProxyPool:
             rec = books.proxies[proxy_id]
         rec.active += 1
         rec.last_used = now
+        if fallback:
+            self._log((FallbackLease(rec.id, site, rec.state),))
         if lost:
             logger.debug("session for key on %s lost; now on %s", site, rec.id)
         return Lease(lease_id, rec.proxy, site, key, lost, fallback, now)
@@ -391,6 +403,20 @@ class ProxyPool:
                 "%d leases were never released and expired (a caller crashed or leaks)",
                 event.count,
             )
+        elif isinstance(event, FallbackLease):
+            self._fallbacks += 1
+            now = self._clock()
+            if now - self._fallback_logged_at >= _FALLBACK_LOG_EVERY:
+                logger.warning(
+                    "no eligible proxy for site %s: lent %s (%s) as a fallback "
+                    "(%d fallback leases since the last such message)",
+                    event.site,
+                    event.proxy_id,
+                    event.state.value,
+                    self._fallbacks,
+                )
+                self._fallbacks = 0
+                self._fallback_logged_at = now
         elif isinstance(event, ControlUrlChanged):
             if event.broken:
                 logger.warning(

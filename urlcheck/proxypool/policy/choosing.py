@@ -84,7 +84,8 @@ def choose(  # noqa: PLR0917
     if rec is None:
         if b.config.fail_closed or not b.proxies:
             return (), None
-        return (), least_bad(b, pairs, now).id
+        worst = least_bad(b, pairs, now)
+        return (), worst.id if worst is not None else None
     if not alternates:
         return (rec.id,), None
     # The next usable candidates after the choice: fallbacks for when other processes' leases
@@ -100,11 +101,16 @@ def choose(  # noqa: PLR0917
     return tuple(order), None
 
 
-def least_bad(b: Books, pairs: dict[str, PairRec], now: float) -> ProxyRec:
+def least_bad(b: Books, pairs: dict[str, PairRec], now: float) -> ProxyRec | None:
+    """The fallback when nothing is eligible: in service but benched first, then probing,
+    quarantined, dead. With `hard_lease_cap`, never one at its cap (None when all are)."""
+    hard = b.config.hard_lease_cap
+
     def badness(rec: ProxyRec) -> tuple[int, bool, float, float]:
         pair = pairs.get(rec.id)
         benched = pair is not None and pair.benched_until > now
         load = rec.active / rec.cap if rec.cap else 0.0
         return _FALLBACK_RANK[rec.state], benched, load, -rec.window.smoothed_success(0.0)
 
-    return min(b.proxies.values(), key=badness)
+    spare = (r for r in b.proxies.values() if not (hard and r.cap and r.active >= r.cap))
+    return min(spare, key=badness, default=None)

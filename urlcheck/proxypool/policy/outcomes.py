@@ -175,7 +175,11 @@ def record_latency(b: Books, rec: ProxyRec, latency: float) -> None:
         rec.lat_fast = rec.lat_slow = latency
     else:
         rec.lat_fast += _FAST_LATENCY * (latency - rec.lat_fast)
-        rec.lat_slow += _SLOW_LATENCY * (latency - rec.lat_slow)
+        # The baseline is the proxy's own history: while the recent latency is clearly above
+        # it, it learns ten times slower, or it would absorb a fourfold rise before the rise
+        # showed as a spike; a lasting change is still learnt, in a few hundred requests.
+        steady = rec.lat_fast <= rec.lat_slow * cfg.latency_recover_factor
+        rec.lat_slow += (_SLOW_LATENCY if steady else _SLOW_LATENCY / 10) * (latency - rec.lat_slow)
     rec.lat_n += 1
     if b.pool_latency == 0.0:
         b.pool_latency = latency
