@@ -135,18 +135,22 @@ def test_noise_alone_quarantines_nobody(rate: float) -> None:
 # ---------------------------------------------------------------- 2. probes on by default
 
 
-def _kill_by_failed_cycles(pool: ProxyPool, target: str, rng: random.Random) -> None:
+def _kill_by_failed_cycles(
+    pool: ProxyPool, target: str, rng: random.Random, *, probes: bool = False
+) -> None:
     def behave(proxy_id: str, site: str, now: float, rng: random.Random) -> Outcome:
         return UNREACHABLE if proxy_id == target else OK
 
+    def probe(proxy_id: str, url: str) -> bool:
+        return proxy_id != target
+
     for _ in range(400):
-        drive(pool, behave, 200, rng=rng, interval=0.5)
+        drive(pool, behave, 200, rng=rng, interval=0.5, probe=probe if probes else None)
         if state(pool, target) == "dead":
             return
     raise AssertionError(f"never dead: {info(pool, target)}")
 
 
-@pytest.mark.xfail(reason="issue 15.2: a dead proxy is never probed without control URLs")
 def test_dead_proxy_comes_back_with_the_defaults() -> None:
     # no control URL configured: a dead proxy must still be retried (hourly) and come back
     pool = new_pool(10, PoolConfig(dead_after_cycles=2), seed=21)
@@ -158,21 +162,20 @@ def test_dead_proxy_comes_back_with_the_defaults() -> None:
     assert state(pool, target) in IN
 
 
-@pytest.mark.xfail(reason="issue 15.2: no probe targets of the crawl's own")
 def test_probe_targets_from_the_crawl_bring_a_dead_proxy_back() -> None:
     pool = new_pool(10, PoolConfig(dead_after_cycles=2), seed=22)
     rng = random.Random(22)
     target = pool.proxies[0].id
-    pool.add_probe_target("http://127.0.0.2/first-row")  # type: ignore[attr-defined]
-    _kill_by_failed_cycles(pool, target, rng)
-    tasks = pool.due_probes()
-    assert tasks and {t.method for t in tasks} == {"HEAD"}  # type: ignore[attr-defined]
-    assert {t.control_url for t in tasks} == {"http://127.0.0.2/first-row"}
+    assert pool.wants_probe_targets
+    assert pool.add_probe_target("http://127.0.0.2/first-row")
+    assert not pool.add_probe_target("http://127.0.0.2/first-row")  # known already
+    _kill_by_failed_cycles(pool, target, rng, probes=True)
     # probed about hourly while dead, then revived by a passed probe
     probed: list[float] = []
     alive = False
     for _ in range(3 * 3600):
         for task in pool.due_probes():
+            assert (task.control_url, task.method) == ("http://127.0.0.2/first-row", "HEAD")
             if task.proxy.id == target:
                 probed.append(clock(pool).now)
             pool.report_probe(task.proxy.id, task.control_url, alive or task.proxy.id != target)

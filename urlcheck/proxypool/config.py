@@ -101,6 +101,9 @@ class PoolConfig:
     outlier_interval: float = _f(10.0, "Seconds between two runs of the outlier rule.")
     # Probes
     control_urls: tuple[str, ...] = _f((), "URLs that answer 2xx through any working proxy.")
+    probe_targets: int = _f(
+        3, "Without control_urls: how many of the crawl's own URLs become probe targets (HEAD)."
+    )
     probe_idle_min: float = _f(30.0, "Idle seconds before a working proxy is probed (low end).")
     probe_idle_max: float = _f(60.0, "Idle seconds before a working proxy is probed (high end).")
     probe_timeout: float = _f(30.0, "Seconds after which an unreported probe may be re-issued.")
@@ -256,6 +259,7 @@ _RULES: tuple[tuple[str, Callable[[PoolConfig], bool], str], ...] = (
     ("strategy", lambda c: c.strategy in STRATEGIES, f"must be one of {', '.join(STRATEGIES)}"),
     ("max_concurrent", lambda c: c.max_concurrent >= 0, "must be >= 0"),
     ("min_in_service", lambda c: c.min_in_service >= 0, "must be >= 0"),
+    ("probe_targets", lambda c: c.probe_targets >= 0, "must be >= 0"),
     *(_unit(name) for name in _UNIT_FIELDS),
     *(_positive(name) for name in _POSITIVE_FIELDS),
     ("recent_window", lambda c: c.recent_window <= 64, "must be <= 64"),

@@ -234,14 +234,31 @@ class ProxyPool:
         claimed = set(
             self._store.claim_probes([pid for pid, _ in due], when, self.config.probe_timeout)
         )
+        control = self._books.control
         return [
-            ProbeTask(self._books.proxies[pid].proxy, url) for pid, url in due if pid in claimed
+            ProbeTask(self._books.proxies[pid].proxy, url, control[url].method)
+            for pid, url in due
+            if pid in claimed
         ]
+
+    def add_probe_target(self, url: str) -> bool:
+        """Offer one of the crawl's own URLs (the first of a host, say) as a probe target.
+
+        Taken when no control URL is configured and fewer than `probe_targets` are known: then
+        probes are sent as HEAD requests for it, and any answer of the site passes. True: taken.
+        """
+        return probing.add_target(self._books, url)
+
+    @property
+    def wants_probe_targets(self) -> bool:
+        """Would `add_probe_target` take a new URL now?"""
+        return probing.wants_targets(self._books)
 
     def report_probe(
         self, proxy_id: str, control_url: str, ok: bool, latency: float | None = None
     ) -> None:
-        """The result of a probe: `ok` is a 2xx answer from `control_url` through the proxy."""
+        """The result of a probe: `ok` is a 2xx answer from a control URL through the proxy, or
+        any answer of the site for a probe target (see `ProbeTask`)."""
         self._store.end_probe(proxy_id)
         events = probing.probe_result(
             self._books, proxy_id, control_url, ok, latency, self._clock()

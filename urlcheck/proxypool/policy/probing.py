@@ -16,12 +16,29 @@ if TYPE_CHECKING:
 
     from .books import Books, ProxyRec
 
-__all__ = ["due_probes", "probe_result"]
+__all__ = ["add_target", "due_probes", "probe_result"]
+
+
+def add_target(b: Books, url: str) -> bool:
+    """Take one of the crawl's own URLs as a probe target, when no control URL is configured
+    and fewer than `probe_targets` are known. True: taken."""
+    cfg = b.config
+    if cfg.control_urls or len(b.control) >= cfg.probe_targets or url in b.control:
+        return False
+    if not url.startswith(("http://", "https://")):
+        return False
+    b.control[url] = ControlUrlStats(url, "HEAD")
+    return True
+
+
+def wants_targets(b: Books) -> bool:
+    cfg = b.config
+    return not cfg.control_urls and len(b.control) < cfg.probe_targets
 
 
 def due_probes(b: Books, now: float) -> list[tuple[str, str]]:
     cfg = b.config
-    if not cfg.control_urls:
+    if not b.control:
         return []
     due: list[tuple[float, ProxyRec]] = []
     for rec in b.proxies.values():

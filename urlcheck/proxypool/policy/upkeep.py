@@ -22,11 +22,14 @@ _SWEEP_EVERY = 60.0
 def maintain(b: Books, now: float, events: list[Event]) -> None:
     cfg = b.config
     b.next_maintenance = now + MAINTENANCE_EVERY
-    if b.counts[State.QUARANTINED] and not cfg.control_urls:
-        # Nothing to probe with: the real traffic of the half-open state is the probe.
+    if (b.counts[State.QUARANTINED] or b.counts[State.DEAD]) and not b.control:
+        # Nothing to probe with: the real traffic of the half-open state is the probe, for a
+        # quarantined proxy when its back-off is over, for a dead one at its (hourly) probe time.
         for rec in list(b.proxies.values()):
             if rec.state is State.QUARANTINED and rec.until <= now:
-                return_to_service(b, rec, "back-off over (no control URLs to probe)", now, events)
+                return_to_service(b, rec, "back-off over (no probe target)", now, events)
+            elif rec.state is State.DEAD and rec.next_probe_at <= now:
+                return_to_service(b, rec, "hourly retry (no probe target)", now, events)
     if now >= b.next_outlier:
         b.next_outlier = now + cfg.outlier_interval
         run_outlier_rule(b, now, events)
