@@ -289,7 +289,6 @@ def test_three_proxies_bench_the_dead_one() -> None:
 # ---------------------------------------------------------------- 5. sticky sessions
 
 
-@pytest.mark.xfail(reason="issue 15.5: a site bench moves the whole session")
 def test_site_bench_moves_only_that_sites_requests_of_a_session() -> None:
     pool = new_pool(10, PoolConfig(session_ttl=300.0), seed=51)
     rng = random.Random(51)
@@ -323,6 +322,12 @@ def test_site_bench_moves_only_that_sites_requests_of_a_session() -> None:
     assert moved[0].session_lost
     assert not any(lease.session_lost for lease in moved[1:])
     assert len({lease.proxy.id for lease in moved}) == 1
+    # the account comes back after its session expired: the same IP everywhere, as before
+    clock(pool).advance(pool.config.session_ttl + 3600)
+    for site in SITES:
+        lease = pool.acquire(site, "account-17")
+        assert (lease.proxy.id, lease.session_lost) == (mine, False), site
+        pool.release(lease, OK)
 
 
 # ---------------------------------------------------------------- 6. back-off

@@ -25,7 +25,7 @@ from .events import (
 )
 from .health import State
 from .outcome import classify
-from .policy import choosing, outcomes, probing, report, states, upkeep
+from .policy import choosing, outcomes, probing, report, sessions, states, upkeep
 from .policy.books import Books
 from .probes import ProbeTask
 from .proxy import Proxy
@@ -140,7 +140,9 @@ class ProxyPool:
 
         With `key`, the lease is sticky: the key keeps its proxy for the session's life
         (session_ttl, renewed on use). If that proxy left service, the session ends, the lease
-        says ``session_lost`` and a new session starts. Raises `NoProxyAvailableError` when the pool
+        says ``session_lost`` and a new session starts. If it is only benched for `site`, only
+        that site's requests move, to a stand-in of their own (the first such lease says
+        ``session_lost``). Raises `NoProxyAvailableError` when the pool
         is empty, or when nothing is eligible and `fail_closed` is set.
         """
         now = self._clock()
@@ -163,14 +165,17 @@ class ProxyPool:
                 exhausted = True  # nothing usable: only the fallback is left
             return choosing.choose(books, pick, pairs, key, now, alternates, exhausted)
 
+        asked, moved = key, False
+        if key is not None:
+            asked, moved = sessions.session_key(books, key, site, pairs, now)
         lease_id, proxy_id, lost, fallback, shared = self._store.acquire(
-            site, key, choose, now, self._gen
+            site, asked, choose, now, self._gen
         )
         if shared is not None:
             self._adopt(shared)
             if proxy_id is None:  # chosen from stale books: choose again
                 lease_id, proxy_id, lost, fallback, _ = self._store.acquire(
-                    site, key, choose, now, self._gen
+                    site, asked, choose, now, self._gen
                 )
         if events:
             self._settle(events)
@@ -190,6 +195,9 @@ class ProxyPool:
         rec.last_used = now
         if fallback:
             self._log((FallbackLease(rec.id, site, rec.state),))
+        lost = lost or moved
+        if key is not None and asked == key and not fallback:
+            sessions.note(books, key, rec.id, now)
         if lost:
             logger.debug("session for key on %s lost; now on %s", site, rec.id)
         return Lease(lease_id, rec.proxy, site, key, lost, fallback, now)
@@ -218,6 +226,8 @@ class ProxyPool:
         """End the key's sticky session now, e.g. after a block: a visitor that was shown a
         captcha is not moved to another proxy mid-session; the next acquire starts afresh."""
         ended = self._store.end_session(key)
+        for stand_in in sessions.end(self._books, key):
+            self._store.end_session(stand_in)
         if ended:
             logger.debug("sticky session ended on request")
         return ended

@@ -218,6 +218,10 @@ class Books:
         # changed, and (site, proxy id, until) benches
         self.dirty: set[str] = set()
         self.dirty_benches: list[tuple[str, str, float]] = []
+        # sticky keys (see sessions.py): this process's view of each key's proxy, and the
+        # (key, site) sessions that stand in while that proxy is benched on the site
+        self.homes: dict[str, tuple[str, float]] = {}
+        self.splits: dict[tuple[str, str], float] = {}
 
     def site(self, name: str, now: float) -> SiteRec:
         rec = self.sites.get(name)

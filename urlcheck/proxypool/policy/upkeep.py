@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from .. import blame
 from ..health import State
+from . import sessions
 from .books import MAINTENANCE_EVERY
 from .states import check_degraded, return_to_service
 
@@ -56,6 +57,7 @@ def run_outlier_rule(b: Books, now: float, events: list[Event]) -> None:
 
 
 def sweep(b: Books, now: float) -> None:
+    sessions.sweep(b, now)
     horizon = now - b.config.site_idle_ttl
     for site in [s for s, rec in b.sites.items() if rec.last_seen < horizon]:
         del b.sites[site]
