@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import _worlds
 from urlcheck.proxypool import (
     ErrorKind,
     Lease,
@@ -328,6 +329,8 @@ def main() -> None:
     else:
         print()
         world_run(args.seed, args.requests)
+        print()
+        _worlds.run_all(args.seed, args.requests)
     print(
         json.dumps(
             {
