@@ -12,7 +12,7 @@ from scrapy import signals
 from scrapy.crawler import AsyncCrawlerRunner
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from tests.conftest import project_settings, write_csv
+from tests.conftest import FAST, crawl, project_settings, write_csv
 from tests.sitefixture import ProxyServer, SiteServer, running_proxies, unused_port
 from urlcheck.proxypool import State
 from urlcheck.proxypool.events import Event, Transition
@@ -94,3 +94,40 @@ async def test_a_dead_proxy_comes_back_when_its_process_is_restarted(tmp_path: P
     snapshot = json.loads((tmp_path / "proxies.json").read_text())
     state = next(p["state"] for p in snapshot["proxies"] if p["display"] == f"{REVENANT}:{port}")
     assert state in ("probing", "healthy", "degraded")
+
+
+@deferred_f_from_coro_f
+async def test_requests_wait_for_a_lease_under_the_hard_cap(tmp_path: Path) -> None:
+    with (
+        SiteServer(SITE_HOSTS, log_path=tmp_path / "site.jsonl") as site,
+        ProxyServer(listen=GOOD[0], log_path=tmp_path / "proxy.jsonl") as proxy,
+    ):
+        rows = [site.url(h, f"/delay/0.2?run=cap&i={i}") for i in range(4) for h in SITE_HOSTS]
+        csv = write_csv(tmp_path / "in.csv", "url\n" + "".join(f"{u}\n" for u in rows))
+        results, crawler = await crawl(
+            csv,
+            tmp_path / "out.jsonl",
+            **FAST,
+            URLCHECK_PROXIES=[f"{proxy.url} max_concurrent=1"],
+            URLCHECK_PROXY_STICKY="none",
+        )
+        seen = [e for e in site.log() if "run=cap" in e["path"]]
+    assert len(results) == len(rows)
+    assert all(r["final_status"] == 200 and r["error"] is None for r in results)
+    stats = crawler.stats.get_stats()
+    assert stats.get("urlcheck/proxy/cap_waits", 0) > 0  # three hosts at once, one lease
+    assert "urlcheck/proxy/unavailable" not in stats
+    assert _most_in_flight(seen) == 1  # the site saw the proxy's requests one at a time
+
+
+def _most_in_flight(log: list[dict[str, Any]]) -> int:
+    """Most requests in flight at once, from the site's arrival and departure times."""
+    edges = sorted(
+        [(e["t_arrival"], 1) for e in log] + [(e["t_departure"], -1) for e in log],
+        key=lambda edge: (edge[0], edge[1]),  # a departure before an arrival at the same time
+    )
+    most = current = 0
+    for _, step in edges:
+        current += step
+        most = max(most, current)
+    return most

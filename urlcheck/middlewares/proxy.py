@@ -32,6 +32,7 @@ from urlcheck.errors import classify_exception
 from urlcheck.proxypool import (
     ErrorKind,
     Lease,
+    LeaseCapReached,
     NoProxyAvailableError,
     Outcome,
     ProxyPool,
@@ -67,6 +68,7 @@ proxy_acquired = object()
 proxy_released = object()
 
 STORE_RETRY_INTERVAL = 1.0  # seconds between two tries of a request waiting for the store
+CAP_RETRY_INTERVAL = 0.05  # ... and of one waiting for a lease under the proxies' caps
 _ERROR_KINDS = {
     "timeout": ErrorKind.TIMEOUT,
     "tls": ErrorKind.TLS,
@@ -132,6 +134,10 @@ class ProxyPoolMiddleware:
             try:
                 lease = self.pool.acquire(site, key)
                 break
+            except LeaseCapReached:
+                # Every proxy is at its (hard) cap: a lease comes free when a request ends.
+                stats.inc_value("urlcheck/proxy/cap_waits")
+                await asyncio.sleep(CAP_RETRY_INTERVAL)
             except NoProxyAvailableError as exc:
                 stats.inc_value("urlcheck/proxy/unavailable")
                 raise IgnoreRequest(f"no proxy available: {exc}") from None

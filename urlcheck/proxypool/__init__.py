@@ -8,7 +8,7 @@ from .clock import Clock, ManualClock, system_clock
 from .config import ConfigError, PoolConfig
 from .health import State
 from .outcome import ErrorKind, Outcome
-from .pool import Lease, NoProxyAvailableError, ProxyPool
+from .pool import Lease, LeaseCapReached, NoProxyAvailableError, ProxyPool
 from .probes import ProbeTask
 from .proxy import Credentials, Proxy, ProxySpecError, parse_proxies
 from .snapshot import PoolSnapshot
@@ -20,6 +20,7 @@ __all__ = [
     "Credentials",
     "ErrorKind",
     "Lease",
+    "LeaseCapReached",
     "ManualClock",
     "MemoryStore",
     "NoProxyAvailableError",

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .snapshot import PoolSnapshot
     from .store.base import PoolStore, Shared
 
-__all__ = ["Lease", "NoProxyAvailableError", "ProxyPool"]
+__all__ = ["Lease", "LeaseCapReached", "NoProxyAvailableError", "ProxyPool"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,11 @@ _FALLBACK_LOG_EVERY = 60.0  # seconds between two warnings about fallback leases
 
 class NoProxyAvailableError(LookupError):
     """The pool is empty, or nothing is eligible and `fail_closed` is set."""
+
+
+class LeaseCapReached(NoProxyAvailableError):  # noqa: N818 - named for what happened
+    """Every proxy is at its lease cap (`hard_lease_cap`): a lease comes free when a request
+    ends, so the caller may wait and try again."""
 
 
 @dataclass(slots=True, eq=False)
@@ -182,11 +187,10 @@ class ProxyPool:
         if proxy_id is None:
             if not books.proxies:
                 raise NoProxyAvailableError("no proxy in the pool")
-            full = all(r.cap and r.active >= r.cap for r in books.proxies.values())
-            raise NoProxyAvailableError(
-                f"no eligible proxy for {site}"
-                + (": every proxy is at its lease cap" if full else "")
-            )
+            if all(r.cap and r.active >= r.cap for r in books.proxies.values()):
+                why = "every proxy is at its lease cap"
+                raise LeaseCapReached(f"no eligible proxy for {site}: {why}")
+            raise NoProxyAvailableError(f"no eligible proxy for {site}")
         rec = books.proxies.get(proxy_id)
         if rec is None:  # added by another process since we last looked
             self._adopt(self._store.load(now))
