@@ -14,7 +14,9 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests.conftest import FAST, crawl, project_settings, write_csv
 from tests.sitefixture import ProxyServer, SiteServer, running_proxies, unused_port
-from urlcheck.proxypool import State
+from urlcheck.errors import classify_exception
+from urlcheck.middlewares.proxy import error_kind
+from urlcheck.proxypool import ErrorKind, State
 from urlcheck.proxypool.events import Event, Transition
 from urlcheck.runtime import runtime
 
@@ -131,3 +133,26 @@ def _most_in_flight(log: list[dict[str, Any]]) -> int:
         current += step
         most = max(most, current)
     return most
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (403, ErrorKind.PROXY_UNREACHABLE),
+        (405, ErrorKind.PROXY_UNREACHABLE),
+        (407, ErrorKind.PROXY_AUTH),
+        (502, ErrorKind.CONNECT),
+        (504, ErrorKind.CONNECT),
+    ],
+)
+def test_a_refused_connect_is_the_proxys(status: int, kind: ErrorKind) -> None:
+    from scrapy.core.downloader.handlers.http11 import TunnelError
+
+    refused = TunnelError(
+        "Could not open CONNECT tunnel with proxy 127.0.0.40:3128 "
+        f"[{{'status': {status}, 'reason': b'Nope'}}]"
+    )
+    assert error_kind(refused, classify_exception(refused)[0]) is kind
+    # a proxy that does not answer at all is the proxy's too; a timeout stays ambiguous
+    assert error_kind(ConnectionRefusedError(), "connect") is ErrorKind.PROXY_UNREACHABLE
+    assert error_kind(TimeoutError(), "timeout") is ErrorKind.TIMEOUT

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from functools import partial
 from typing import TYPE_CHECKING, Self
@@ -254,13 +255,31 @@ class ProxyPoolMiddleware:
         if lease is None:
             return
         kind, _ = classify_exception(exception)
-        self._release(lease, Outcome(error=_ERROR_KINDS.get(kind, ErrorKind.OTHER)))
+        self._release(lease, Outcome(error=error_kind(exception, kind)))
         stats = self.crawler.stats
         assert stats is not None
         stats.inc_value(f"urlcheck/proxy/released/error_{kind}")
         self.crawler.signals.send_catch_log(
             proxy_released, proxy=lease.proxy.display, outcome=f"error_{kind}"
         )
+
+
+# Scrapy's TunnelError: "Could not open CONNECT tunnel with proxy host:port [{'status': 403, ...}]"
+_TUNNEL_STATUS = re.compile(r"CONNECT tunnel with proxy .*'status': (\d+)")
+_GATEWAY_STATUSES = frozenset({502, 503, 504})  # the proxy could not reach the site
+
+
+def error_kind(exception: BaseException, kind: str) -> ErrorKind:
+    """What a download error says about the proxy. A CONNECT the proxy refused (403, 405, ...)
+    is the proxy's own doing, and a 407 there is wrong credentials; a gateway error to CONNECT
+    is the site out of reach, which blame judges like any connect failure."""
+    found = _TUNNEL_STATUS.search(str(exception))
+    if found is not None:
+        status = int(found.group(1))
+        if status == 407:
+            return ErrorKind.PROXY_AUTH
+        return ErrorKind.CONNECT if status in _GATEWAY_STATUSES else ErrorKind.PROXY_UNREACHABLE
+    return _ERROR_KINDS.get(kind, ErrorKind.OTHER)
 
 
 _STATE_STATS = {"quarantined": "quarantined", "dead": "dead", "degraded": "degraded"}
