@@ -26,7 +26,10 @@ from urlcheck.proxypool import (
     ProxyPool,
 )
 
+from . import sim
 from .sim import AUTH, CAPTCHA, CONTROL_URLS, OK, TIMEOUT, UNREACHABLE, proxy_urls
+
+pytestmark = pytest.mark.usefixtures("pool_store")  # each scenario on every store
 
 SITES = ["a.example", "b.example", "c.example"]
 OUT = ("quarantined", "dead")
@@ -34,7 +37,7 @@ IN = ("healthy", "degraded", "probing")
 
 
 def new_pool(count: int, config: PoolConfig | None = None, *, seed: int = 1) -> ProxyPool:
-    return ProxyPool(proxy_urls(count), config or PoolConfig(), clock=ManualClock(), seed=seed)
+    return sim.new_pool(proxy_urls(count), config or PoolConfig(), seed=seed)
 
 
 def clock(pool: ProxyPool) -> ManualClock:
