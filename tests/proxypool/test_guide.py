@@ -457,3 +457,25 @@ def test_failing_proxy_blocked_by_the_cap_is_not_reported_probing() -> None:
         check(pool.snapshot())
     # probing (half-open) is a short test; failing all along, it must not last 5 minutes
     assert worst <= 10
+
+
+def test_a_death_travels_with_its_next_probe_time() -> None:
+    # two processes on one store: the one that did not see the 407 must not revive the dead
+    # proxy at once (it used to take "dead" with no probe time, i.e. due now)
+    clock = ManualClock()
+    store = sim.STORE()
+    first = ProxyPool(proxy_urls(5), store=store, clock=clock, seed=81)
+    second = ProxyPool(store=store, clock=clock, seed=82)
+    lease = first.acquire("a.example")
+    first.release(lease, AUTH)
+    dead = lease.proxy.id
+    clock.advance(1.0)
+    for _ in range(600):  # ten minutes of the second process's traffic, no probe target
+        other = second.acquire("b.example")
+        assert other.proxy.id != dead
+        second.release(other, OK)
+        clock.advance(1.0)
+    assert state(second, dead) == "dead"
+    clock.advance(2 * 3600)  # its hourly retry: back to half-open, real traffic decides
+    second.release(second.acquire("b.example"), OK)
+    assert state(second, dead) == "probing"

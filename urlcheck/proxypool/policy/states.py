@@ -62,7 +62,8 @@ def remove(b: Books, proxy_id: str, now: float, events: list[Event]) -> bool:
 
 def adopt(b: Books, rec: ProxyRec, state: State, until: float, now: float) -> None:
     """Take a state another process committed: no event here, that process reported it."""
-    if state is State.QUARANTINED:
+    if state is State.QUARANTINED or state is State.DEAD:
+        # quarantined: until the back-off ends; dead: until its next (hourly) probe
         rec.until = rec.next_probe_at = until
     if rec.state is state:
         return
@@ -173,7 +174,8 @@ def bench(b: Books, rec: ProxyRec, reason: str, now: float, events: list[Event])
 
 
 def kill(b: Books, rec: ProxyRec, reason: str, now: float, events: list[Event]) -> None:
-    rec.next_probe_at = now + health.dead_probe_delay(b.config, b.random())
+    # `until` carries the next probe to the other processes (see `adopt`)
+    rec.until = rec.next_probe_at = now + health.dead_probe_delay(b.config, b.random())
     if rec.state is State.DEAD:
         return
     set_state(b, rec, State.DEAD, reason, now, events)
