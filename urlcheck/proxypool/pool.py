@@ -201,7 +201,7 @@ class ProxyPool:
             self._log((FallbackLease(rec.id, site, rec.state),))
         lost = lost or moved
         if key is not None and asked == key and not fallback:
-            sessions.note(books, key, rec.id, now)
+            sessions.note(books, key, rec.id)
         if lost:
             logger.debug("session for key on %s lost; now on %s", site, rec.id)
         return Lease(lease_id, rec.proxy, site, key, lost, fallback, now)

@@ -220,7 +220,9 @@ class Books:
         self.dirty_benches: list[tuple[str, str, float]] = []
         # sticky keys (see sessions.py): this process's view of each key's proxy, and the
         # (key, site) sessions that stand in while that proxy is benched on the site
-        self.homes: dict[str, tuple[str, float]] = {}
+        self.homes: dict[str, str] = {}
+        self.homes_before: dict[str, str] = {}  # the previous session TTL's
+        self.homes_turn_at = -math.inf
         self.splits: dict[tuple[str, str], float] = {}
 
     def site(self, name: str, now: float) -> SiteRec:
