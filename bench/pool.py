@@ -1,17 +1,23 @@
 """Benchmark of the proxy pool: speed, and success on a simulated world.
 
-Run: python bench/pool.py [--seed N] [--pairs N] [--requests N]
+Run: python bench/pool.py [--store URL] [--seed N] [--pairs N] [--requests N]
 
 Every figure is printed next to a bound or a baseline measured in the same run: pairs per second
-against the 50,000/s target; the pool's success rate against an oracle that knows the good
-proxies and against uniform random choice.
+against the target of the store (150,000/s in memory, 5,000/s on Redis from one process), with
+the round trips to the store counted per acquire+release pair; with Redis, 4 processes on one
+store against 1; the pool's success rate against an oracle that knows the good proxies and
+against uniform random choice. The last line is one JSON object with the headline figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import multiprocessing
+import os
 import random
+import secrets
 import sys
 import time
 from collections import deque
@@ -21,16 +27,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import _worlds
 from urlcheck.proxypool import (
     ErrorKind,
     Lease,
     ManualClock,
     Outcome,
     PoolConfig,
+    PoolStore,
     ProxyPool,
+    store_from_uri,
 )
+from urlcheck.proxypool.store.redis import RedisStore
 
-TARGET_PAIRS = 50_000
+TARGETS = {"memory": 150_000, "redis": 5_000}
 OK = Outcome(status=200, latency=0.3)
 FAILED = Outcome(error=ErrorKind.TIMEOUT, latency=10.0)
 
@@ -39,11 +49,37 @@ def proxy_specs(count: int) -> list[str]:
     return [f"http://user{i}:pw{i}@10.0.{i // 250}.{i % 250 + 1}:3128" for i in range(count)]
 
 
+def make_store(url: str, name: str) -> PoolStore:
+    return store_from_uri(url, name)
+
+
+def drop_pool(store: PoolStore) -> None:
+    """Delete a bench pool's keys from Redis (their names are known: no KEYS needed)."""
+    if isinstance(store, RedisStore):
+        client = store._client
+        client.delete(*store._k.values())
+
+
 def measure_pairs(
-    label: str, config: PoolConfig, *, sites: int, keys: int, pairs: int, fail_every: int = 0
-) -> None:
+    label: str,
+    config: PoolConfig,
+    *,
+    store_url: str,
+    sites: int,
+    keys: int,
+    pairs: int,
+    fail_every: int = 0,
+) -> tuple[float, float, float]:
+    """Acquire+release pairs per second, store round trips per pair, pairs per CPU-second."""
+    shared = not store_url.startswith("memory")
+    store = make_store(store_url, f"bench-{os.getpid()}-{secrets.token_hex(3)}")
     clock = ManualClock()
-    pool = ProxyPool(proxy_specs(20), config, clock=clock, seed=1)
+    # A shared store runs on the server's clock, as in production.
+    pool = (
+        ProxyPool(proxy_specs(20), config, store=store, seed=1)
+        if shared
+        else ProxyPool(proxy_specs(20), config, store=store, clock=clock, seed=1)
+    )
     site_names = [f"site{i}.example" for i in range(sites)]
     key_names = [f"session{i}" for i in range(keys)] if keys else [None]
     noise = random.Random(5)
@@ -57,15 +93,81 @@ def measure_pairs(
     ]
     acquire, release = pool.acquire, pool.release
     # warm the caches and sessions first, then time
-    for site, key, outcome in plan:
+    for site, key, outcome in plan[: min(4096, pairs)]:
         release(acquire(site, key), outcome)
-    start = time.perf_counter()
+    trips = store.round_trips
+    start, cpu = time.perf_counter(), time.process_time()
     for index in range(pairs):
         site, key, outcome = plan[index & 4095]
         release(acquire(site, key), outcome)
         clock.now += 0.001
     rate = pairs / (time.perf_counter() - start)
-    print(f"  {label:<44} {rate:>9,.0f} pairs/s = {rate / TARGET_PAIRS:.2f} x target")
+    cpu_rate = pairs / (time.process_time() - cpu)
+    per_pair = (store.round_trips - trips) / pairs
+    drop_pool(store)
+    pool.close()
+    target = TARGETS["redis" if shared else "memory"]
+    print(
+        f"  {label:<34} {rate:>8,.0f} pairs/s = {rate / target:.2f} x target "
+        f"({cpu_rate:>8,.0f} per CPU-second), {per_pair:.3f} round trips/pair"
+    )
+    return rate, per_pair, cpu_rate
+
+
+def _proc_pairs(
+    store_url: str,
+    name: str,
+    pairs: int,
+    barrier: multiprocessing.synchronize.Barrier,
+    out: multiprocessing.queues.Queue[tuple[float, float]],
+) -> None:
+    logging.disable(logging.ERROR)
+    store = make_store(store_url, name)
+    pool = ProxyPool(proxy_specs(20), PoolConfig(), store=store, seed=os.getpid())
+    sites = [f"site{i}.example" for i in range(100)]
+    for i in range(200):
+        pool.release(pool.acquire(sites[i % 100]), OK)
+    barrier.wait()
+    start = time.perf_counter()
+    for i in range(pairs):
+        pool.release(pool.acquire(sites[i % 100]), OK)
+    out.put((start, time.perf_counter()))
+    pool.close()
+
+
+def ping_rate(store_url: str, count: int) -> float:
+    """Round trips per second that do nothing: the floor the machine and network set."""
+    store = make_store(store_url, "bench-ping")
+    assert isinstance(store, RedisStore)
+    client = store._client
+    client.ping()
+    start = time.perf_counter()
+    for _ in range(count):
+        client.ping()
+    rate = count / (time.perf_counter() - start)
+    store.close()
+    return rate
+
+
+def procs_rate(store_url: str, procs: int, pairs: int) -> float:
+    """Aggregate pairs per second of `procs` processes on one pool in the store."""
+    ctx = multiprocessing.get_context("spawn")
+    name = f"bench-procs-{secrets.token_hex(3)}"
+    barrier = ctx.Barrier(procs)
+    out: multiprocessing.queues.Queue[tuple[float, float]] = ctx.Queue()
+    workers = [
+        ctx.Process(target=_proc_pairs, args=(store_url, name, pairs, barrier, out))
+        for _ in range(procs)
+    ]
+    for w in workers:
+        w.start()
+    spans = [out.get() for _ in workers]
+    for w in workers:
+        w.join()
+    store = make_store(store_url, name)
+    drop_pool(store)
+    store.close()
+    return procs * pairs / (max(e for _, e in spans) - min(s for s, _ in spans))
 
 
 @dataclass
@@ -173,43 +275,75 @@ def world_run(seed: int, requests: int) -> None:
     )
 
 
+CASES = [
+    ("weighted, 1 site", PoolConfig(), 1, 0, 0),
+    ("weighted, 100 sites", PoolConfig(), 100, 0, 0),
+    ("weighted, 100 sites, 5% timeouts", PoolConfig(), 100, 0, 20),
+    ("round_robin, 100 sites", PoolConfig(strategy="round_robin"), 100, 0, 0),
+    ("least_connections, 100 sites", PoolConfig(strategy="least_connections"), 100, 0, 0),
+    ("sticky, 1,000 keys, 100 sites", PoolConfig(), 100, 1000, 0),
+]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--store", default="memory://", help="memory:// or redis://host:port/db")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--pairs", type=int, default=200_000)
+    parser.add_argument("--pairs", type=int, help="pairs per case (200,000; 10,000 on Redis)")
     parser.add_argument("--requests", type=int, default=60_000)
     args = parser.parse_args()
     logging.disable(logging.ERROR)  # the pool's state changes are not what is measured here
-    print(f"acquire+release pairs per second, in memory, 20 proxies (target {TARGET_PAIRS:,}/s):")
-    measure_pairs("weighted, 1 site", PoolConfig(), sites=1, keys=0, pairs=args.pairs)
-    measure_pairs("weighted, 100 sites", PoolConfig(), sites=100, keys=0, pairs=args.pairs)
-    measure_pairs(
-        "weighted, 100 sites, 5% timeouts",
-        PoolConfig(),
-        sites=100,
-        keys=0,
-        pairs=args.pairs,
-        fail_every=20,
+    shared = not args.store.startswith("memory")
+    pairs = args.pairs or (10_000 if shared else 200_000)
+    kind = "redis" if shared else "memory"
+    where = "in memory" if not shared else f"on {args.store}, one process"
+    print(f"acquire+release pairs per second, {where}, 20 proxies (target {TARGETS[kind]:,}/s):")
+    figures = [
+        measure_pairs(
+            label,
+            config,
+            store_url=args.store,
+            sites=sites,
+            keys=keys,
+            pairs=pairs,
+            fail_every=fail,
+        )
+        for label, config, sites, keys, fail in CASES
+    ]
+    speedup = None
+    if shared:
+        print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared machine)")
+        pings = ping_rate(args.store, pairs)
+        print(
+            f"  baseline: {pings:,.0f} PINGs/s on the same connection settings, so at most "
+            f"{pings / 2:,.0f} pairs/s at 2 round trips; slowest case = "
+            f"{min(rate for rate, _, _ in figures) / (pings / 2):.2f} x that bound"
+        )
+        one = procs_rate(args.store, 1, pairs)
+        four = procs_rate(args.store, 4, pairs)
+        speedup = round(four / one, 2)
+        print(
+            f"  weighted, 100 sites: 1 process {one:,.0f} pairs/s, 4 processes {four:,.0f} "
+            f"pairs/s = {speedup:.2f} x (target 2.5 x)"
+        )
+    else:
+        print()
+        world_run(args.seed, args.requests)
+        print()
+        _worlds.run_all(args.seed, args.requests)
+    print(
+        json.dumps(
+            {
+                "store": args.store,
+                "pairs_per_s_min": round(min(rate for rate, _, _ in figures)),
+                "round_trips_per_pair_max": round(max(trips for _, trips, _ in figures), 3),
+                "procs4_speedup": speedup,
+                # the machine is shared: CPU time tells the code's cost apart from the load
+                "pairs_per_cpu_s_min": round(min(cpu for _, _, cpu in figures)),
+                "load_average": round(os.getloadavg()[0], 1),
+            }
+        )
     )
-    measure_pairs(
-        "round_robin, 100 sites",
-        PoolConfig(strategy="round_robin"),
-        sites=100,
-        keys=0,
-        pairs=args.pairs,
-    )
-    measure_pairs(
-        "least_connections, 100 sites",
-        PoolConfig(strategy="least_connections"),
-        sites=100,
-        keys=0,
-        pairs=args.pairs,
-    )
-    measure_pairs(
-        "sticky, 1,000 keys, 100 sites", PoolConfig(), sites=100, keys=1000, pairs=args.pairs
-    )
-    print()
-    world_run(args.seed, args.requests)
 
 
 if __name__ == "__main__":

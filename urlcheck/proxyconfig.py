@@ -63,6 +63,7 @@ class ProxySettings:
     probe_interval: float
     report_interval: float
     store_uri: str
+    pool_name: str
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> ProxySettings | None:
@@ -110,7 +111,8 @@ class ProxySettings:
             block_retries=read.integer("URLCHECK_PROXY_BLOCK_RETRIES", 2),
             probe_interval=read.number("URLCHECK_PROXY_PROBE_INTERVAL", 1.0, minimum=0.05),
             report_interval=read.number("URLCHECK_PROXY_REPORT_INTERVAL", 60.0, minimum=1.0),
-            store_uri=read.text("URLCHECK_PROXY_STORE", "memory://"),
+            store_uri=_store_uri(read.text("URLCHECK_PROXY_STORE", default_store_uri(settings))),
+            pool_name=_pool_name(read.text("URLCHECK_PROXY_POOL_NAME", "default")),
         )
 
 
@@ -131,3 +133,29 @@ def pool_config(settings: BaseSettings) -> PoolConfig:
         return PoolConfig.from_settings(values)
     except PoolConfigError as exc:
         raise ConfigError(f"setting {exc}") from None
+
+
+def default_store_uri(settings: BaseSettings) -> str:
+    """Where the pool keeps its state when URLCHECK_PROXY_STORE is not set: this process.
+    The hook for the distributed mode, whose processes share the job's Redis."""
+    return "memory://"
+
+
+def _store_uri(uri: str) -> str:
+    scheme = uri.partition("://")[0].lower()
+    if scheme not in {"memory", "redis", "rediss", "unix"}:
+        raise ConfigError(
+            f"setting URLCHECK_PROXY_STORE: expected memory:// or redis://host:port/db, "
+            f"got a {scheme or 'schemeless'} URI"
+        )
+    return uri
+
+
+def _pool_name(name: str) -> str:
+    name = name.strip()
+    if not name or any(c in name for c in "{}\t\n "):
+        raise ConfigError(
+            f"setting URLCHECK_PROXY_POOL_NAME: {name!r} must be a non-empty word without "
+            "braces or spaces"
+        )
+    return name

@@ -15,11 +15,18 @@ from urlcheck.proxypool import (
     ErrorKind,
     Lease,
     ManualClock,
+    MemoryStore,
     Outcome,
     PoolConfig,
     PoolSnapshot,
+    PoolStore,
+    Proxy,
     ProxyPool,
 )
+
+# The store every pool made here gets: the `pool_store` fixture (conftest.py) sets it, so that
+# one suite runs against every store.
+STORE: Callable[[], PoolStore] = MemoryStore
 
 OK = Outcome(status=200, latency=0.3)
 NOT_FOUND = Outcome(status=404, latency=0.3)
@@ -44,9 +51,20 @@ def proxy_urls(count: int, *, credentials: bool = False) -> list[str]:
     return [f"http://{auth.format(i)}10.0.{i // 250}.{i % 250 + 1}:3128" for i in range(count)]
 
 
+def new_pool(
+    proxies: Sequence[Proxy | str] = (),
+    config: PoolConfig | None = None,
+    *,
+    clock: ManualClock | None = None,
+    seed: int | None = None,
+) -> ProxyPool:
+    """A pool on a `ManualClock` and the store under test."""
+    clock = clock if clock is not None else ManualClock()
+    return ProxyPool(proxies, config, store=STORE(), clock=clock, seed=seed)
+
+
 def make_pool(count: int, config: PoolConfig | None = None, *, seed: int = 1) -> ProxyPool:
-    clock = ManualClock()
-    return ProxyPool(proxy_urls(count), config or PoolConfig(), clock=clock, seed=seed)
+    return new_pool(proxy_urls(count), config or PoolConfig(), seed=seed)
 
 
 def clock_of(pool: ProxyPool) -> ManualClock:

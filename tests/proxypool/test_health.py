@@ -112,14 +112,15 @@ def test_degrade_and_hysteresis() -> None:
 
 
 def test_backoff_doubles_caps_and_jitters() -> None:
-    lengths = [backoff(level, CFG, 0.0) for level in range(8)]
+    lengths = [backoff(level, CFG, 0.5) for level in range(8)]
     assert lengths == [60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 3600.0, 3600.0]
     rng = random.Random(3)
     jittered = [backoff(2, CFG, rng.random()) for _ in range(100)]
     assert min(jittered) >= 240.0 * (1 - CFG.backoff_jitter)
-    assert max(jittered) <= 240.0
+    assert max(jittered) <= 240.0 * (1 + CFG.backoff_jitter)
+    assert min(jittered) < 240.0 < max(jittered)  # jitter both ways: the mean stays on the step
     assert len(set(jittered)) == 100  # benched together, back apart
-    assert backoff(60, CFG, 0.5) <= CFG.backoff_max
+    assert backoff(60, CFG, 1.0) <= CFG.backoff_max * (1 + CFG.backoff_jitter)
 
 
 def test_ramp_is_slow_start() -> None:

@@ -16,8 +16,11 @@ from urlcheck.proxypool import (
     State,
     store_from_uri,
 )
+from urlcheck.proxypool.store.redis import RedisStore
 
-from .sim import CONTROL_URLS, OK, TIMEOUT, clock_of, make_pool, proxy_urls
+from .sim import CONTROL_URLS, OK, TIMEOUT, clock_of, make_pool, new_pool, proxy_urls
+
+pytestmark = pytest.mark.usefixtures("pool_store")
 
 
 def states(pool: ProxyPool) -> dict[str, str]:
@@ -55,19 +58,27 @@ def test_release_twice_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_empty_pool_raises() -> None:
-    pool = ProxyPool(clock=ManualClock())
+    pool = new_pool(clock=ManualClock())
     with pytest.raises(NoProxyAvailableError, match="no proxy in the pool"):
         pool.acquire("a")
 
 
 def test_cap_then_fallback_or_fail_closed() -> None:
-    open_pool = ProxyPool(["http://h1:1 max_concurrent=1"], clock=ManualClock())
+    hard = new_pool(["http://h1:1 max_concurrent=1"], clock=ManualClock())
+    first_hard = hard.acquire("a")
+    with pytest.raises(NoProxyAvailableError, match="every proxy is at its lease cap"):
+        hard.acquire("a")  # the cap is hard by default
+    hard.release(first_hard, OK)  # a shared store would count it against the next pool
+    soft = PoolConfig(hard_lease_cap=False)
+    open_pool = new_pool(["http://h1:1 max_concurrent=1"], soft, clock=ManualClock())
     first = open_pool.acquire("a")
     second = open_pool.acquire("a")  # nothing eligible: the least bad one
     assert not first.fallback
     assert second.fallback
     assert second.proxy == first.proxy
-    closed = ProxyPool(
+    open_pool.release(first, OK)
+    open_pool.release(second, OK)  # a shared store would count them against the next pool
+    closed = new_pool(
         ["http://h1:1 max_concurrent=1"], PoolConfig(fail_closed=True), clock=ManualClock()
     )
     closed.acquire("a")
@@ -76,16 +87,17 @@ def test_cap_then_fallback_or_fail_closed() -> None:
 
 
 def test_per_proxy_cap_spreads_load() -> None:
-    pool = ProxyPool(proxy_urls(4), PoolConfig(max_concurrent=2), clock=ManualClock(), seed=3)
+    pool = new_pool(proxy_urls(4), PoolConfig(max_concurrent=2), clock=ManualClock(), seed=3)
     leases = [pool.acquire("a") for _ in range(8)]
     assert Counter(lease.proxy.id for lease in leases) == {p.id: 2 for p in pool.proxies}
     assert not any(lease.fallback for lease in leases)
-    assert pool.acquire("a").fallback
+    with pytest.raises(NoProxyAvailableError, match="lease cap"):
+        pool.acquire("a")
 
 
 @pytest.mark.parametrize("strategy", ["weighted", "round_robin", "least_connections"])
 def test_every_strategy_uses_every_proxy(strategy: str) -> None:
-    pool = ProxyPool(proxy_urls(5), PoolConfig(strategy=strategy), clock=ManualClock(), seed=1)
+    pool = new_pool(proxy_urls(5), PoolConfig(strategy=strategy), clock=ManualClock(), seed=1)
     used: Counter[str] = Counter()
     for _ in range(500):
         lease = pool.acquire("a")
@@ -96,13 +108,13 @@ def test_every_strategy_uses_every_proxy(strategy: str) -> None:
 
 
 def test_round_robin_order() -> None:
-    pool = ProxyPool(proxy_urls(3), PoolConfig(strategy="round_robin"), clock=ManualClock())
+    pool = new_pool(proxy_urls(3), PoolConfig(strategy="round_robin"), clock=ManualClock())
     ids = [pool.acquire("a").proxy.id for _ in range(6)]
     assert ids == [p.id for p in pool.proxies] * 2
 
 
 def test_least_connections_prefers_idle() -> None:
-    pool = ProxyPool(proxy_urls(3), PoolConfig(strategy="least_connections"), clock=ManualClock())
+    pool = new_pool(proxy_urls(3), PoolConfig(strategy="least_connections"), clock=ManualClock())
     held = [pool.acquire("a") for _ in range(3)]
     assert len({lease.proxy.id for lease in held}) == 3
     pool.release(held[1], OK)
@@ -187,7 +199,7 @@ def test_snapshot_is_json_and_complete() -> None:
     assert totals["proxies"] == 3
     assert totals["states"]["healthy"] == 3
     assert totals["in_service"] == 3
-    assert totals["quarantine_cap"] == 0
+    assert totals["quarantine_cap"] == 1  # one of three may go: min_in_service keeps two
     assert totals["success_rate"] == 1.0
     assert totals["throughput"] == pytest.approx(30 / 60)
     proxy = snapshot["proxies"][0]
@@ -207,7 +219,7 @@ def test_due_probes_without_control_urls_is_empty() -> None:
 
 def test_idle_proxies_are_probed_a_few_at_a_time() -> None:
     config = PoolConfig(control_urls=CONTROL_URLS, probe_batch=3)
-    pool = ProxyPool(proxy_urls(8), config, clock=ManualClock(), seed=5)
+    pool = new_pool(proxy_urls(8), config, clock=ManualClock(), seed=5)
     clock = clock_of(pool)
     clock.advance(29.0)
     assert pool.due_probes() == []  # nobody idle for 30 s yet
@@ -228,7 +240,7 @@ def test_idle_proxies_are_probed_a_few_at_a_time() -> None:
 
 def test_unreported_probe_is_reissued_after_timeout() -> None:
     config = PoolConfig(control_urls=CONTROL_URLS, probe_batch=1)
-    pool = ProxyPool(proxy_urls(1), config, clock=ManualClock())
+    pool = new_pool(proxy_urls(1), config, clock=ManualClock())
     clock_of(pool).advance(61)
     (task,) = pool.due_probes()
     assert pool.due_probes() == []
@@ -239,8 +251,11 @@ def test_unreported_probe_is_reissued_after_timeout() -> None:
 
 def test_store_from_uri() -> None:
     assert isinstance(store_from_uri("memory://"), MemoryStore)
-    with pytest.raises(NotImplementedError):
-        store_from_uri("redis://127.0.0.1:6379/0")
+    redis_store = store_from_uri("redis://127.0.0.1:6379/0", "a-name")
+    assert isinstance(redis_store, RedisStore)
+    assert redis_store.name == "a-name"
+    assert redis_store.server_time
+    redis_store.close()
     with pytest.raises(ValueError, match="unknown store"):
         store_from_uri("sqlite:///x")
 
@@ -255,9 +270,9 @@ def test_error_kinds_reach_the_matrix() -> None:
 
 
 def test_end_session_starts_a_new_session_on_the_next_acquire():
-    from urlcheck.proxypool import ManualClock, Outcome, ProxyPool
+    from urlcheck.proxypool import ManualClock, Outcome
 
-    pool = ProxyPool([f"http://127.0.0.{i}:3128" for i in range(20, 30)], clock=ManualClock(0.0))
+    pool = new_pool([f"http://127.0.0.{i}:3128" for i in range(20, 30)], clock=ManualClock(0.0))
     first = pool.acquire("a.test", key="visitor")
     pool.release(first, Outcome(status=200, latency=0.1))
     again = pool.acquire("a.test", key="visitor")
@@ -273,10 +288,10 @@ def test_end_session_starts_a_new_session_on_the_next_acquire():
 def test_early_failures_are_judged_once_the_window_is_full():
     # Both captchas come before the 10th outcome (min_outcomes), then only successes: the
     # success that fills the window is the first moment the rates may be judged.
-    from urlcheck.proxypool import ManualClock, Outcome, ProxyPool
+    from urlcheck.proxypool import ManualClock, Outcome
 
     clock = ManualClock(0.0)
-    pool = ProxyPool([f"http://127.0.0.{i}:3128" for i in range(20, 25)], clock=clock, seed=1)
+    pool = new_pool([f"http://127.0.0.{i}:3128" for i in range(20, 25)], clock=clock, seed=1)
     target = pool.proxies[0].id
     outcomes = [Outcome(status=200, latency=0.1, captcha="recaptcha")] * 2
     outcomes += [Outcome(status=200, latency=0.1)] * 8

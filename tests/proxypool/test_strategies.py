@@ -20,6 +20,7 @@ class Cand:
     active: int = 0
     cap: int = 0
     node_hash: int = 0
+    share: float = 1.0
 
     def __post_init__(self) -> None:
         self.node_hash = stable_hash(self.id)
@@ -71,7 +72,7 @@ def test_round_robin_cycles_and_skips() -> None:
     position = 0
     order = []
     for _ in range(4):
-        chosen, position = pick_round_robin(cands, {}, 0.0, position)
+        chosen, position = pick_round_robin(cands, {}, 0.0, position, random.Random(5).random)
         assert chosen is not None
         order.append(chosen.id)
     assert order == ["a", "c", "a", "c"]

@@ -2,7 +2,9 @@
 
 The pool decides which proxies are due and what a result means; this extension sends the
 probes, every ``URLCHECK_PROXY_PROBE_INTERVAL`` seconds, as ordinary scheduled requests (so they
-keep the control hosts' politeness), logs the pool's state counts every
+keep the control hosts' politeness). Without configured control URLs, the first URL of each of
+the crawl's first hosts is offered to the pool as a probe target (probed with HEAD; any answer
+of the site passes), so probes work with the defaults. It also logs the pool's state counts every
 ``URLCHECK_PROXY_REPORT_INTERVAL`` seconds, and at close logs a per-proxy table, puts the
 pool's totals into stats and writes ``proxies.json`` (the pool snapshot, with the proxy x
 site matrix) next to the results.
@@ -21,6 +23,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
 from urlcheck import meta as m
+from urlcheck.proxypool import StoreUnavailable
 from urlcheck.runtime import runtime
 from urlcheck.urls import host_key
 
@@ -35,6 +38,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _IDLE_AFTER = 5.0  # seconds without a proxied request after which probing pauses
+# What a proxy answers itself rather than passing on the site's answer: a HEAD probe of one of
+# the crawl's own URLs fails with these, and passes with any other status.
+_PROXY_STATUSES = frozenset({407, 502, 504})
 
 
 class ProxyProbes:
@@ -45,6 +51,7 @@ class ProxyProbes:
         self._report_loop = create_looping_call(self._report)
         self._assigned = 0
         self._active_at = time.monotonic()
+        self._target_hosts: set[str] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -53,6 +60,7 @@ class ProxyProbes:
         extension = cls(crawler)
         crawler.signals.connect(extension._opened, signal=signals.spider_opened)
         crawler.signals.connect(extension._closed, signal=signals.spider_closed)
+        crawler.signals.connect(extension._scheduled, signal=signals.request_scheduled)
         return extension
 
     def _opened(self) -> None:
@@ -62,6 +70,16 @@ class ProxyProbes:
         self.pool = rt.proxy_pool
         self._probe_loop.start(rt.config.proxies.probe_interval, now=False)
         self._report_loop.start(rt.config.proxies.report_interval, now=False)
+
+    def _scheduled(self, request: Request) -> None:
+        """The first URL of each of the crawl's first hosts: a probe target, if the pool wants
+        one (no control URLs configured)."""
+        pool = self.pool
+        if pool is None or m.PROBE_PROXY in request.meta or not pool.wants_probe_targets:
+            return
+        host = host_key(request.url)
+        if host not in self._target_hosts and pool.add_probe_target(request.url):
+            self._target_hosts.add(host)
 
     def _crawl_is_working(self, stats: StatsCollector) -> bool:
         """Probes serve the crawl's traffic: with no row left in flight they would only keep
@@ -79,11 +97,16 @@ class ProxyProbes:
         pool, engine, stats = self.pool, self.crawler.engine, self.crawler.stats
         if pool is None or engine is None or stats is None or not self._crawl_is_working(stats):
             return
-        for task in pool.due_probes():
+        try:
+            tasks = pool.due_probes()
+        except StoreUnavailable:
+            return  # the proxy middleware logs and counts the outage
+        for task in tasks:
             stats.inc_value("urlcheck/proxy/probes/sent")
             engine.crawl(
                 Request(
                     task.control_url,
+                    method=task.method,
                     callback=self._probe_done,
                     errback=self._probe_failed,
                     dont_filter=True,
@@ -93,6 +116,7 @@ class ProxyProbes:
                         "download_slot": host_key(task.control_url),
                         "handle_httpstatus_all": True,
                         "dont_retry": True,
+                        "dont_redirect": True,
                         m.PROBE_STARTED: time.monotonic(),
                         m.PROBE_CONTROL: task.control_url,
                     },
@@ -100,7 +124,11 @@ class ProxyProbes:
             )
 
     def _probe_done(self, response: Response) -> None:
-        ok = 200 <= response.status < 300
+        status = response.status
+        if response.request is not None and response.request.method == "HEAD":
+            ok = status not in _PROXY_STATUSES  # one of the crawl's own URLs: the site answered
+        else:
+            ok = 200 <= status < 300
         self._report_probe(response.meta, ok)
 
     def _probe_failed(self, failure: Failure) -> None:
@@ -112,12 +140,18 @@ class ProxyProbes:
             return
         stats.inc_value(f"urlcheck/proxy/probes/{'passed' if ok else 'failed'}")
         latency = time.monotonic() - meta[m.PROBE_STARTED]
-        pool.report_probe(meta[m.PROBE_PROXY], meta[m.PROBE_CONTROL], ok, latency)
+        try:
+            pool.report_probe(meta[m.PROBE_PROXY], meta[m.PROBE_CONTROL], ok, latency)
+        except StoreUnavailable:
+            logger.debug("probe result dropped: the proxy store is unreachable")
 
     def _report(self) -> None:
         if self.pool is None:
             return
-        snapshot = self.pool.snapshot()
+        try:
+            snapshot = self.pool.snapshot()
+        except StoreUnavailable:
+            return
         logger.info("Proxy pool: %s", _state_counts(snapshot))
 
     def _closed(self) -> None:
@@ -127,7 +161,11 @@ class ProxyProbes:
         pool = self.pool
         if pool is None:
             return
-        snapshot = pool.snapshot()
+        try:
+            snapshot = pool.snapshot()
+        except StoreUnavailable as exc:
+            logger.warning("Proxy pool snapshot not written: %s", exc)
+            return
         stats = self.crawler.stats
         assert stats is not None
         for state, count in _state_counts(snapshot).items():

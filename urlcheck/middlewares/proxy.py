@@ -15,11 +15,14 @@ before the host back-off (560) and Scrapy's retry (550).
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import re
 import time
 from functools import partial
 from typing import TYPE_CHECKING, Self
 
+from scrapy import signals
 from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
@@ -30,12 +33,22 @@ from urlcheck.errors import classify_exception
 from urlcheck.proxypool import (
     ErrorKind,
     Lease,
+    LeaseCapReached,
     NoProxyAvailableError,
     Outcome,
     ProxyPool,
+    StoreUnavailable,
     store_from_uri,
 )
-from urlcheck.proxypool.events import Event, OurSideFault, PairBenched, SiteFault, Transition
+from urlcheck.proxypool.events import (
+    Event,
+    FallbackLease,
+    OurSideFault,
+    PairBenched,
+    SiteFault,
+    Transition,
+)
+from urlcheck.proxypool.outage import Outage
 from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
@@ -55,12 +68,14 @@ _AUTH = b"Proxy-Authorization"
 proxy_acquired = object()
 proxy_released = object()
 
+STORE_RETRY_INTERVAL = 1.0  # seconds between two tries of a request waiting for the store
+CAP_RETRY_INTERVAL = 0.05  # ... and of one waiting for a lease under the proxies' caps
 _ERROR_KINDS = {
     "timeout": ErrorKind.TIMEOUT,
     "tls": ErrorKind.TLS,
     "connection_lost": ErrorKind.CONNECTION_LOST,
     "connect": ErrorKind.PROXY_UNREACHABLE,  # we connect to the proxy, not to the site
-    "dns": ErrorKind.PROXY_UNREACHABLE,
+    "dns": ErrorKind.PROXY_DNS,  # we resolve only the proxy host; the proxy resolves the site
 }
 
 
@@ -69,6 +84,7 @@ class ProxyPoolMiddleware:
         self.crawler = crawler
         self.settings = settings
         self.pool = pool
+        self.outage = Outage()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -76,7 +92,8 @@ class ProxyPoolMiddleware:
         settings = rt.config.proxies
         if settings is None:
             raise NotConfigured  # no URLCHECK_PROXIES or URLCHECK_PROXY_FILE: the crawl runs direct
-        pool = ProxyPool(settings.proxies, settings.pool, store=store_from_uri(settings.store_uri))
+        store = store_from_uri(settings.store_uri, settings.pool_name)
+        pool = ProxyPool(settings.proxies, settings.pool, store=store)
         assert crawler.stats is not None
         pool.subscribe(partial(count_event, crawler.stats))
         logger.info(
@@ -86,7 +103,9 @@ class ProxyPoolMiddleware:
             settings.sticky if settings.sticky != "column" else f"column:{settings.sticky_column}",
         )
         rt.proxy_pool = pool  # for the probes extension
-        return cls(crawler, settings, pool)
+        middleware = cls(crawler, settings, pool)
+        crawler.signals.connect(middleware._closed, signal=signals.spider_closed)
+        return middleware
 
     # --- requests ------------------------------------------------------------------------------
 
@@ -99,7 +118,7 @@ class ProxyPoolMiddleware:
             return str(value) if value else None
         return None
 
-    def process_request(self, request: Request) -> None:
+    async def process_request(self, request: Request) -> None:
         stats = self.crawler.stats
         assert stats is not None
         probe = request.meta.get(m.PROBE_PROXY)
@@ -110,18 +129,58 @@ class ProxyPoolMiddleware:
             self._route(request, proxy.url, proxy.auth_header, proxy.display)
             return
         site = request.meta.get("download_slot") or urlparse_cached(request).hostname or ""
+        key = self._sticky_key(request, site)
         started = time.perf_counter()
-        try:
-            lease = self.pool.acquire(site, self._sticky_key(request, site))
-        except NoProxyAvailableError as exc:
-            stats.inc_value("urlcheck/proxy/unavailable")
-            raise IgnoreRequest(f"no proxy available: {exc}") from None
+        while True:
+            try:
+                lease = self.pool.acquire(site, key)
+                break
+            except LeaseCapReached:
+                # Every proxy is at its (hard) cap: a lease comes free when a request ends.
+                stats.inc_value("urlcheck/proxy/cap_waits")
+                await asyncio.sleep(CAP_RETRY_INTERVAL)
+            except NoProxyAvailableError as exc:
+                stats.inc_value("urlcheck/proxy/unavailable")
+                raise IgnoreRequest(f"no proxy available: {exc}") from None
+            except StoreUnavailable as exc:
+                # Fail closed: without the shared store no cap or quarantine holds, so the
+                # request waits for it rather than go out unmanaged.
+                self.outage.failed(exc)
+                await asyncio.sleep(STORE_RETRY_INTERVAL)
+        self._store_up()
         self.crawler.signals.send_catch_log(proxy_acquired, seconds=time.perf_counter() - started)
         request.meta[m.LEASE] = lease
         self._route(request, lease.proxy.url, lease.proxy.auth_header, lease.proxy.display)
         stats.inc_value("urlcheck/proxy/assigned")
         if lease.session_lost:
             stats.inc_value("urlcheck/proxy/sessions_lost")
+
+    def _release(self, lease: Lease, outcome: Outcome) -> None:
+        """A release the store cannot take is dropped: the lease expires (lease_ttl)."""
+        try:
+            self.pool.release(lease, outcome)
+        except StoreUnavailable as exc:
+            self.outage.failed(exc)
+            assert self.crawler.stats is not None
+            self.crawler.stats.inc_value("urlcheck/proxy/store_lost_releases")
+        else:
+            self._store_up()
+
+    def _store_up(self) -> None:
+        seconds = self.outage.succeeded()
+        if seconds is not None:
+            self._count_outage(seconds)
+
+    def _closed(self) -> None:
+        if self.outage.down:  # still down at the end: count it so far
+            self._count_outage(self.outage.elapsed())
+
+    def _count_outage(self, seconds: float) -> None:
+        stats = self.crawler.stats
+        assert stats is not None
+        stats.inc_value("urlcheck/proxy/store_outages")
+        total = stats.get_value("urlcheck/proxy/store_outage_s", 0.0) + seconds
+        stats.set_value("urlcheck/proxy/store_outage_s", round(total, 1))
 
     @staticmethod
     def _route(request: Request, url: str, auth: str | None, display: str) -> None:
@@ -151,7 +210,7 @@ class ProxyPoolMiddleware:
             captcha=found.vendor or True if found.kind == "captcha" else False,
             block=found.vendor or True if found.kind == "block" else False,
         )
-        self.pool.release(lease, outcome)
+        self._release(lease, outcome)
         kind = found.kind or ("block" if response.status == 407 else None)
         released = kind or ("ok" if outcome.ok else "soft")
         stats.inc_value(f"urlcheck/proxy/released/{released}")
@@ -165,7 +224,10 @@ class ProxyPoolMiddleware:
         label = f"{kind}:{signature}"
         if lease.key is not None and self.settings.sticky != "none":
             # A sticky session is one visitor: it is not rotated to another proxy.
-            self.pool.end_session(lease.key)
+            try:
+                self.pool.end_session(lease.key)
+            except StoreUnavailable as exc:  # the session ends with its TTL instead
+                self.outage.failed(exc)
             request.meta[m.BLOCKED] = label
             return response
         spider = self.crawler.spider
@@ -193,13 +255,31 @@ class ProxyPoolMiddleware:
         if lease is None:
             return
         kind, _ = classify_exception(exception)
-        self.pool.release(lease, Outcome(error=_ERROR_KINDS.get(kind, ErrorKind.OTHER)))
+        self._release(lease, Outcome(error=error_kind(exception, kind)))
         stats = self.crawler.stats
         assert stats is not None
         stats.inc_value(f"urlcheck/proxy/released/error_{kind}")
         self.crawler.signals.send_catch_log(
             proxy_released, proxy=lease.proxy.display, outcome=f"error_{kind}"
         )
+
+
+# Scrapy's TunnelError: "Could not open CONNECT tunnel with proxy host:port [{'status': 403, ...}]"
+_TUNNEL_STATUS = re.compile(r"CONNECT tunnel with proxy .*'status': (\d+)")
+_GATEWAY_STATUSES = frozenset({502, 503, 504})  # the proxy could not reach the site
+
+
+def error_kind(exception: BaseException, kind: str) -> ErrorKind:
+    """What a download error says about the proxy. A CONNECT the proxy refused (403, 405, ...)
+    is the proxy's own doing, and a 407 there is wrong credentials; a gateway error to CONNECT
+    is the site out of reach, which blame judges like any connect failure."""
+    found = _TUNNEL_STATUS.search(str(exception))
+    if found is not None:
+        status = int(found.group(1))
+        if status == 407:
+            return ErrorKind.PROXY_AUTH
+        return ErrorKind.CONNECT if status in _GATEWAY_STATUSES else ErrorKind.PROXY_UNREACHABLE
+    return _ERROR_KINDS.get(kind, ErrorKind.OTHER)
 
 
 _STATE_STATS = {"quarantined": "quarantined", "dead": "dead", "degraded": "degraded"}
@@ -219,3 +299,5 @@ def count_event(stats: StatsCollector, event: Event) -> None:
         stats.inc_value("urlcheck/proxy/site_faults")
     elif isinstance(event, OurSideFault) and event.active:
         stats.inc_value("urlcheck/proxy/our_side_faults")
+    elif isinstance(event, FallbackLease):
+        stats.inc_value("urlcheck/proxy/fallback_leases")

@@ -8,11 +8,11 @@ from .clock import Clock, ManualClock, system_clock
 from .config import ConfigError, PoolConfig
 from .health import State
 from .outcome import ErrorKind, Outcome
-from .pool import Lease, NoProxyAvailableError, ProxyPool
+from .pool import Lease, LeaseCapReached, NoProxyAvailableError, ProxyPool
 from .probes import ProbeTask
 from .proxy import Credentials, Proxy, ProxySpecError, parse_proxies
 from .snapshot import PoolSnapshot
-from .store import MemoryStore, PoolStore, StoreError, store_from_uri
+from .store import MemoryStore, PoolStore, StoreError, StoreUnavailable, store_from_uri
 
 __all__ = [
     "Clock",
@@ -20,6 +20,7 @@ __all__ = [
     "Credentials",
     "ErrorKind",
     "Lease",
+    "LeaseCapReached",
     "ManualClock",
     "MemoryStore",
     "NoProxyAvailableError",
@@ -33,6 +34,7 @@ __all__ = [
     "ProxySpecError",
     "State",
     "StoreError",
+    "StoreUnavailable",
     "parse_proxies",
     "store_from_uri",
     "system_clock",

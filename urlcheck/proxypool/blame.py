@@ -24,6 +24,7 @@ __all__ = [
     "green_row",
     "our_side_reason",
     "outliers",
+    "pool_works_since",
     "site_fault_reason",
     "site_verdict",
 ]
@@ -103,6 +104,25 @@ def site_verdict(
     if peers > cfg.site_fault_below and peers >= own_success + cfg.blame_margin:
         return Verdict.PROXY
     return Verdict.SITE
+
+
+def pool_works_since(
+    entries: Sequence[PoolEntry], proxy_id: str, start: float, cfg: PoolConfig
+) -> bool | None:
+    """Do the other proxies work since `start` (a proxy's first failure)? Judged on their
+    outcomes from then on only: at the start of a pool-wide outage the older, green outcomes
+    would blame whichever proxy failed first. None: too few outcomes since to tell yet."""
+    seen = fails = 0
+    for index in range(len(entries) - 1, -1, -1):
+        at, who, code, _ = entries[index]
+        if at < start:
+            break
+        if who != proxy_id:
+            seen += 1
+            fails += code & FAIL
+    if seen < cfg.blame_min_peer_outcomes:
+        return None
+    return 1.0 - fails / seen > cfg.our_side_below
 
 
 def _failing_share(pairs: Iterable[tuple[str, int]]) -> tuple[int, int]:

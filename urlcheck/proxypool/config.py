@@ -39,6 +39,9 @@ class PoolConfig:
     lease_ttl: float = _f(600.0, "Seconds after which an unreleased lease is reclaimed.")
     session_ttl: float = _f(900.0, "Seconds a sticky session lives; renewed on every use.")
     fail_closed: bool = _f(False, "With nothing eligible: raise instead of the least bad proxy.")
+    hard_lease_cap: bool = _f(
+        True, "Never lend a proxy past its max_concurrent, not even as the least bad one."
+    )
     window_size: int = _f(50, "Outcomes kept per proxy (success rate, captcha rate, latency).")
     pair_window_size: int = _f(20, "Outcomes kept per (proxy, site) pair.")
     site_window_size: int = _f(50, "Outcomes kept per site, across proxies (blame).")
@@ -65,14 +68,16 @@ class PoolConfig:
     # Quarantine
     backoff_base: float = _f(60.0, "First quarantine back-off, seconds; doubles each time.")
     backoff_max: float = _f(3600.0, "Cap of the quarantine back-off, seconds.")
-    backoff_jitter: float = _f(0.2, "Back-off is shortened by up to this fraction, at random.")
+    backoff_jitter: float = _f(0.2, "Back-off moves up or down by up to this fraction, at random.")
     backoff_reset_after: float = _f(1800.0, "Seconds of stable work that reset the back-off.")
     probes_to_return: int = _f(5, "Consecutive passed probes that end a quarantine.")
     probe_retry_interval: float = _f(10.0, "Seconds between probes of a quarantined proxy.")
     ramp_start: float = _f(0.1, "Share of its weight a returning (probing) proxy starts with.")
     ramp_requests: int = _f(20, "Successful requests a probing proxy needs for full weight.")
-    dead_after_cycles: int = _f(5, "Failed quarantine cycles in a row that make a proxy dead.")
-    dead_probe_interval: float = _f(1800.0, "Seconds between probes of a dead proxy.")
+    dead_after_cycles: int = _f(
+        10, "Failed quarantine cycles in a row that make a proxy dead (about 5 h of failing)."
+    )
+    dead_probe_interval: float = _f(3600.0, "Seconds between probes of a dead proxy (+-25%).")
     # Protecting the pool from itself
     quarantine_cap: float = _f(0.30, "Largest share of proxies out of service at once.")
     pair_bench_cap: float = _f(0.50, "Largest share of proxies benched on one site at once.")
@@ -96,6 +101,9 @@ class PoolConfig:
     outlier_interval: float = _f(10.0, "Seconds between two runs of the outlier rule.")
     # Probes
     control_urls: tuple[str, ...] = _f((), "URLs that answer 2xx through any working proxy.")
+    probe_targets: int = _f(
+        3, "Without control_urls: how many of the crawl's own URLs become probe targets (HEAD)."
+    )
     probe_idle_min: float = _f(30.0, "Idle seconds before a working proxy is probed (low end).")
     probe_idle_max: float = _f(60.0, "Idle seconds before a working proxy is probed (high end).")
     probe_timeout: float = _f(30.0, "Seconds after which an unreported probe may be re-issued.")
@@ -251,6 +259,7 @@ _RULES: tuple[tuple[str, Callable[[PoolConfig], bool], str], ...] = (
     ("strategy", lambda c: c.strategy in STRATEGIES, f"must be one of {', '.join(STRATEGIES)}"),
     ("max_concurrent", lambda c: c.max_concurrent >= 0, "must be >= 0"),
     ("min_in_service", lambda c: c.min_in_service >= 0, "must be >= 0"),
+    ("probe_targets", lambda c: c.probe_targets >= 0, "must be >= 0"),
     *(_unit(name) for name in _UNIT_FIELDS),
     *(_positive(name) for name in _POSITIVE_FIELDS),
     ("recent_window", lambda c: c.recent_window <= 64, "must be <= 64"),

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ControlUrlChanged",
     "Event",
+    "FallbackLease",
     "LeasesReclaimed",
     "OurSideFault",
     "PairBenched",
@@ -51,6 +52,15 @@ class OurSideFault:
 
 
 @dataclass(frozen=True, slots=True)
+class FallbackLease:
+    """Nothing was eligible for the site: a proxy out of service or benched was lent."""
+
+    proxy_id: str
+    site: str
+    state: State
+
+
+@dataclass(frozen=True, slots=True)
 class LeasesReclaimed:
     count: int
 
@@ -62,4 +72,12 @@ class ControlUrlChanged:
     reason: str
 
 
-Event = Transition | PairBenched | SiteFault | OurSideFault | LeasesReclaimed | ControlUrlChanged
+Event = (
+    Transition
+    | PairBenched
+    | SiteFault
+    | OurSideFault
+    | LeasesReclaimed
+    | ControlUrlChanged
+    | FallbackLease
+)

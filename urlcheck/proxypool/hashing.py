@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable
 from typing import TypeVar
 
-__all__ = ["rendezvous_pick", "rendezvous_score", "stable_hash"]
+__all__ = ["key_draw", "rendezvous_pick", "rendezvous_score", "stable_hash"]
 
 _MASK64 = (1 << 64) - 1
 _T = TypeVar("_T")
@@ -34,6 +34,12 @@ def rendezvous_score(key_hash: int, node_hash: int, weight: float = 1.0) -> floa
     # 53 high bits -> u in (0, 1), never 0 or 1
     u = ((_mix(key_hash ^ node_hash) >> 11) + 0.5) / 9007199254740992.0
     return weight / -math.log(u)
+
+
+def key_draw(key_hash: int, node_hash: int) -> float:
+    """A uniform number in [0, 1) fixed by (key, node), independent of its rendezvous score:
+    a key admits a node it may only take a share of (half-open, degraded) when under it."""
+    return (_mix(key_hash ^ node_hash ^ 0x9E3779B97F4A7C15) >> 11) / 9007199254740992.0
 
 
 def rendezvous_pick(key: str, nodes: Iterable[tuple[_T, int, float]]) -> _T | None:

@@ -1,7 +1,7 @@
 """Passive health: outcome windows, states, and the rules that move a proxy between them.
 
-Everything here is a pure function of a window, a few numbers and the config, so that the memory
-store can apply it under a lock and a Redis store can apply the same rules inside a Lua script.
+Everything here is a pure function of a window, a few numbers and the config; the policy
+(`policy/`) applies it to its books, whatever store holds the shared state.
 """
 
 from __future__ import annotations
@@ -180,12 +180,20 @@ def recovered(window: Window, cfg: PoolConfig) -> bool:
 
 
 def backoff(level: int, cfg: PoolConfig, rand: float) -> float:
-    """Quarantine length: base * 2**level, capped, then shortened by up to `backoff_jitter`.
+    """Quarantine length: base * 2**level (1, 2, 4, ... min), capped at `backoff_max`, then
+    moved up or down at random by up to `backoff_jitter`.
 
-    Jitter only shortens, so the cap holds, and proxies benched together come back apart.
+    Jitter both ways keeps the mean on the guide's steps while proxies benched together come
+    back apart; the cap is therefore "about" `backoff_max`, at most (1 + jitter) times it.
     """
     raw = min(cfg.backoff_base * 2.0 ** min(level, 64), cfg.backoff_max)
-    return raw * (1.0 - cfg.backoff_jitter * rand)
+    return raw * (1.0 + cfg.backoff_jitter * (2.0 * rand - 1.0))
+
+
+def dead_probe_delay(cfg: PoolConfig, rand: float) -> float:
+    """Seconds to the next probe of a dead proxy: `dead_probe_interval`, give or take a quarter,
+    so dead proxies are not all probed in the same second."""
+    return cfg.dead_probe_interval * (0.75 + 0.5 * rand)
 
 
 def ramp(ok_since_return: int, cfg: PoolConfig) -> float:

@@ -1,9 +1,11 @@
-"""`ProxyPool`: the one object callers use. It holds the policy (config, clock, random source),
-turns store results into leases and probe tasks, and logs every event once."""
+"""`ProxyPool`: the one object callers use. It runs the policy (`policy`) on this process's
+books between the store's atomic calls, commits the state changes it decides, and logs every
+event once."""
 
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -14,6 +16,7 @@ from .config import PoolConfig
 from .events import (
     ControlUrlChanged,
     Event,
+    FallbackLease,
     LeasesReclaimed,
     OurSideFault,
     PairBenched,
@@ -21,22 +24,33 @@ from .events import (
     Transition,
 )
 from .health import State
+from .outcome import classify
+from .policy import choosing, outcomes, probing, report, sessions, states, upkeep
+from .policy.books import Books
 from .probes import ProbeTask
 from .proxy import Proxy
+from .store.base import StoreUnavailable
 from .store.memory import MemoryStore
 
 if TYPE_CHECKING:
     from .outcome import Outcome
     from .snapshot import PoolSnapshot
-    from .store.base import PoolStore
+    from .store.base import PoolStore, Shared
 
-__all__ = ["Lease", "NoProxyAvailableError", "ProxyPool"]
+__all__ = ["Lease", "LeaseCapReached", "NoProxyAvailableError", "ProxyPool"]
 
 logger = logging.getLogger(__name__)
+
+_FALLBACK_LOG_EVERY = 60.0  # seconds between two warnings about fallback leases
 
 
 class NoProxyAvailableError(LookupError):
     """The pool is empty, or nothing is eligible and `fail_closed` is set."""
+
+
+class LeaseCapReached(NoProxyAvailableError):  # noqa: N818 - named for what happened
+    """Every proxy is at its lease cap (`hard_lease_cap`): a lease comes free when a request
+    ends, so the caller may wait and try again."""
 
 
 @dataclass(slots=True, eq=False)
@@ -63,6 +77,10 @@ class ProxyPool:
 
     Usage: ``lease = pool.acquire("example.com")``, send the request through ``lease.proxy``,
     then ``pool.release(lease, Outcome(status=200, latency=0.4))``.
+
+    The policy runs here, on this process's books (`policy`); the store holds what processes
+    share. Store calls raise `StoreUnavailable` when the store cannot be reached: nothing was
+    changed, the call may be retried.
     """
 
     def __init__(
@@ -77,9 +95,15 @@ class ProxyPool:
         self.config = config if config is not None else PoolConfig()
         self._clock = clock
         self._store = store if store is not None else MemoryStore()
-        self._store.open(self.config, random.Random(seed))
-        self._proxies: dict[str, Proxy] = {}
+        self._store.open(self.config)
+        self._books = Books(self.config, random.Random(seed))
+        self._pick = choosing.picker(self.config.strategy)
+        self._alternates = self._store.shared_by_processes
         self._listeners: list[Callable[[Event], object]] = []
+        self._fallbacks = 0  # fallback leases not yet logged (at most one line a minute)
+        self._fallback_logged_at = -math.inf
+        self._gen = -1
+        self._adopt(self._store.load(self._clock()))
         for proxy in proxies:
             self.add(proxy)
 
@@ -89,28 +113,30 @@ class ProxyPool:
         """Add a proxy (a `Proxy` or a spec line); an existing id gets the new spec, same health."""
         if isinstance(proxy, str):
             proxy = Proxy.parse(proxy)
-        known = proxy.id in self._proxies
-        self._proxies[proxy.id] = proxy
-        self._log(self._store.add_proxy(proxy, self._clock()))
-        if not known:
+        _, gen = self._store.add_proxy(proxy)
+        self._follow(gen)
+        if states.add(self._books, proxy, self._clock()):
             logger.info("proxy %s added", proxy.id)
         return proxy
 
     def remove(self, proxy_id: str) -> bool:
         """Remove a proxy; only its own sessions end. False if it was not in the pool."""
-        removed, events = self._store.remove_proxy(proxy_id, self._clock())
-        self._proxies.pop(proxy_id, None)
-        self._log(events)
+        removed, gen = self._store.remove_proxy(proxy_id)
+        self._follow(gen)
+        events: list[Event] = []
+        removed = states.remove(self._books, proxy_id, self._clock(), events) or removed
+        self._settle(events)
         if removed:
             logger.info("proxy %s removed", proxy_id)
         return removed
 
     @property
     def proxies(self) -> tuple[Proxy, ...]:
-        return tuple(self._proxies.values())
+        return tuple(rec.proxy for rec in self._books.proxies.values())
 
     def get(self, proxy_id: str) -> Proxy | None:
-        return self._proxies.get(proxy_id)
+        rec = self._books.proxies.get(proxy_id)
+        return rec.proxy if rec is not None else None
 
     # ---------------------------------------------------------------- leases
 
@@ -119,36 +145,93 @@ class ProxyPool:
 
         With `key`, the lease is sticky: the key keeps its proxy for the session's life
         (session_ttl, renewed on use). If that proxy left service, the session ends, the lease
-        says ``session_lost`` and a new session starts. Raises `NoProxyAvailableError` when the pool
+        says ``session_lost`` and a new session starts. If it is only benched for `site`, only
+        that site's requests move, to a stand-in of their own (the first such lease says
+        ``session_lost``). Raises `NoProxyAvailableError` when the pool
         is empty, or when nothing is eligible and `fail_closed` is set.
         """
         now = self._clock()
-        result = self._store.acquire(site, key, now)
-        if result.events:
-            self._log(result.events)
-        if result.proxy_id is None:
-            raise NoProxyAvailableError(
-                "no proxy in the pool" if not self._proxies else f"no eligible proxy for {site}"
-            )
-        proxy = self._proxies[result.proxy_id]
-        if result.session_lost:
-            logger.debug("session for key on %s lost; now on %s", site, proxy.id)
-        return Lease(result.lease_id, proxy, site, key, result.session_lost, result.fallback, now)
+        books = self._books
+        events: list[Event] | None = None
+        if now >= books.next_maintenance or books.deferred:
+            events, books.deferred = books.deferred, []
+            self._maintain(now, events)
+        # in sight from its first request: a failure's row is judged against the sites the
+        # crawl visits, not only those that answered so far
+        site_rec = books.sites.get(site)
+        pairs = (site_rec if site_rec is not None else books.site(site, now)).pairs
+        pick, alternates = self._pick, self._alternates
+
+        def choose(exhausted: bool = False) -> choosing.Choice:
+            if key is None and not exhausted and not alternates:  # the common case, inlined
+                rec = pick(books, pairs, now)
+                if rec is not None:
+                    return (rec.id,), None
+                exhausted = True  # nothing usable: only the fallback is left
+            return choosing.choose(books, pick, pairs, key, now, alternates, exhausted)
+
+        asked, moved = key, False
+        if key is not None:
+            asked, moved = sessions.session_key(books, key, site, pairs, now)
+        lease_id, proxy_id, lost, fallback, shared = self._store.acquire(
+            site, asked, choose, now, self._gen
+        )
+        if shared is not None:
+            self._adopt(shared)
+            if proxy_id is None:  # chosen from stale books: choose again
+                lease_id, proxy_id, lost, fallback, _ = self._store.acquire(
+                    site, asked, choose, now, self._gen
+                )
+        if events:
+            self._settle(events)
+        if proxy_id is None:
+            if not books.proxies:
+                raise NoProxyAvailableError("no proxy in the pool")
+            if all(r.cap and r.active >= r.cap for r in books.proxies.values()):
+                why = "every proxy is at its lease cap"
+                raise LeaseCapReached(f"no eligible proxy for {site}: {why}")
+            raise NoProxyAvailableError(f"no eligible proxy for {site}")
+        rec = books.proxies.get(proxy_id)
+        if rec is None:  # added by another process since we last looked
+            self._adopt(self._store.load(now))
+            rec = books.proxies[proxy_id]
+        rec.active += 1
+        rec.last_used = now
+        if fallback:
+            self._log((FallbackLease(rec.id, site, rec.state),))
+        lost = lost or moved
+        if key is not None and asked == key and not fallback:
+            sessions.note(books, key, rec.id)
+        if lost:
+            logger.debug("session for key on %s lost; now on %s", site, rec.id)
+        return Lease(lease_id, rec.proxy, site, key, lost, fallback, now)
 
     def release(self, lease: Lease, outcome: Outcome) -> None:
         """Return a lease with how the request ended. Releasing twice is ignored."""
         if lease.released:
             logger.warning("lease %d on %s released twice; ignored", lease.id, lease.proxy.id)
             return
+        now = self._clock()
+        ended, shared = self._store.release(lease.id, lease.proxy.id, now, self._gen)
         lease.released = True
-        events = self._store.release(lease.id, lease.proxy.id, lease.site, outcome, self._clock())
+        if shared is not None:
+            self._adopt(shared)
+        rec = self._books.proxies.get(lease.proxy.id)
+        if rec is None:
+            return
+        if ended:
+            rec.active -= 1
+        code = classify(outcome)
+        events = outcomes.record(self._books, rec, lease.site, code, outcome.latency, now)
         if events:
-            self._log(events)
+            self._settle(events)
 
     def end_session(self, key: str) -> bool:
         """End the key's sticky session now, e.g. after a block: a visitor that was shown a
         captcha is not moved to another proxy mid-session; the next acquire starts afresh."""
         ended = self._store.end_session(key)
+        for stand_in in sessions.end(self._books, key):
+            self._store.end_session(stand_in)
         if ended:
             logger.debug("sticky session ended on request")
         return ended
@@ -156,29 +239,143 @@ class ProxyPool:
     # ---------------------------------------------------------------- probes
 
     def due_probes(self, now: float | None = None) -> list[ProbeTask]:
-        """Probes to send now (at most `probe_batch`); report each with `report_probe`."""
+        """Probes to send now (at most `probe_batch`); report each with `report_probe`. With a
+        shared store, a proxy is probed by one process at a time."""
         when = self._clock() if now is None else now
-        tasks = []
-        for proxy_id, url in self._store.due_probes(when):
-            proxy = self._proxies.get(proxy_id)
-            if proxy is not None:
-                tasks.append(ProbeTask(proxy, url))
-        return tasks
+        due = probing.due_probes(self._books, when)
+        if not due:
+            return []
+        claimed = set(
+            self._store.claim_probes([pid for pid, _ in due], when, self.config.probe_timeout)
+        )
+        control = self._books.control
+        return [
+            ProbeTask(self._books.proxies[pid].proxy, url, control[url].method)
+            for pid, url in due
+            if pid in claimed
+        ]
+
+    def add_probe_target(self, url: str) -> bool:
+        """Offer one of the crawl's own URLs (the first of a host, say) as a probe target.
+
+        Taken when no control URL is configured and fewer than `probe_targets` are known: then
+        probes are sent as HEAD requests for it, and any answer of the site passes. True: taken.
+        """
+        return probing.add_target(self._books, url)
+
+    @property
+    def wants_probe_targets(self) -> bool:
+        """Would `add_probe_target` take a new URL now?"""
+        return probing.wants_targets(self._books)
 
     def report_probe(
         self, proxy_id: str, control_url: str, ok: bool, latency: float | None = None
     ) -> None:
-        """The result of a probe: `ok` is a 2xx answer from `control_url` through the proxy."""
-        self._log(self._store.probe_result(proxy_id, control_url, ok, latency, self._clock()))
+        """The result of a probe: `ok` is a 2xx answer from a control URL through the proxy, or
+        any answer of the site for a probe target (see `ProbeTask`)."""
+        self._store.end_probe(proxy_id)
+        events = probing.probe_result(
+            self._books, proxy_id, control_url, ok, latency, self._clock()
+        )
+        self._settle(events)
 
     # ---------------------------------------------------------------- metrics
 
     def snapshot(self) -> PoolSnapshot:
         """A JSON-serialisable picture of the pool (format: docs/proxypool.md)."""
-        return self._store.snapshot(self._clock())
+        now = self._clock()
+        if now >= self._books.next_maintenance:
+            self._maintain(now, self._books.deferred)
+        leases, sessions = self._store.usage(now)
+        return report.snapshot(self._books, now, leases, sessions)
 
     def close(self) -> None:
         self._store.close()
+
+    # ---------------------------------------------------------------- shared state
+
+    def _maintain(self, now: float, events: list[Event]) -> None:
+        books = self._books
+        reclaimed = 0
+        for _, proxy_id in self._store.reclaim(now):
+            rec = books.proxies.get(proxy_id)
+            if rec is not None:
+                rec.active -= 1
+            reclaimed += 1
+        if reclaimed:
+            events.append(LeasesReclaimed(reclaimed))
+        upkeep.maintain(books, now, events)
+
+    def _restore(self) -> None:
+        """The store lost everything (a Redis restarted without persistence): register our
+        proxies again and commit what our books know of their states. Leases in flight were
+        lost with it; their releases will find nothing to end."""
+        logger.warning(
+            "proxy store lost its state; registering %d proxies again", len(self._books.proxies)
+        )
+        for rec in self._books.proxies.values():
+            rec.active = 0
+            self._store.add_proxy(rec.proxy)
+            if rec.state is not State.HEALTHY:
+                self._books.dirty.add(rec.id)
+        self._gen = self._store.load(self._clock()).gen
+        self._settle(())
+
+    def _follow(self, gen: int) -> None:
+        """Our own membership change moved the store on by one: our books have it already."""
+        if gen == self._gen + 1:
+            self._gen = gen
+
+    def _settle(self, events: Sequence[Event]) -> None:
+        """Commit the state changes the policy made, then report the events. When another
+        process committed first, its state wins and ours is dropped (and not reported)."""
+        books = self._books
+        if books.dirty or books.dirty_benches:
+            changed, benches = books.take_dirty()
+            try:
+                done = self._store.commit(self._gen, changed, benches, self._clock())
+            except StoreUnavailable:
+                books.dirty.update(changed)  # to be committed with the next change
+                books.dirty_benches[:0] = benches
+                raise
+            if not done.ok:
+                assert done.shared is not None
+                self._adopt(done.shared)
+                kept = [e for e in events if not isinstance(e, Transition | PairBenched)]
+                if len(kept) < len(events):
+                    logger.debug("state changes dropped: another process changed the pool first")
+                events = kept
+            else:
+                self._gen = done.gen
+        self._log(events)
+
+    def _adopt(self, shared: Shared) -> None:
+        """Take the shared state: proxies added or removed, states and benches set elsewhere."""
+        books = self._books
+        now = self._clock()
+        if shared.reset and books.proxies:
+            self._restore()
+            return
+        self._gen = shared.gen
+        events: list[Event] = []
+        if shared.proxies is not None:
+            for proxy_id in [pid for pid in books.proxies if pid not in shared.proxies]:
+                states.remove(books, proxy_id, now, events)
+            for proxy in shared.proxies.values():
+                states.add(books, proxy, now)
+        for proxy_id, (state, until) in shared.states.items():
+            rec = books.proxies.get(proxy_id)
+            if rec is not None:
+                states.adopt(books, rec, state, until, now)
+        for (site, proxy_id), until in shared.benches.items():
+            rec = books.proxies.get(proxy_id)
+            if rec is not None and until > now:
+                pair = books.site(site, now).pair(proxy_id, books.config)
+                if pair.benched_until < until:
+                    pair.benched_until = until
+                    rec.benched_on(site, until)
+        books.dirty.clear()
+        books.dirty_benches.clear()
 
     # ---------------------------------------------------------------- logging
 
@@ -196,8 +393,8 @@ class ProxyPool:
     def _log_one(self, event: Event) -> None:
         if isinstance(event, Transition):
             level = logging.INFO
-            if event.new is State.DEAD and "407" in event.reason:
-                level = logging.WARNING  # wrong credentials: a configuration mistake
+            if event.new is State.DEAD and ("407" in event.reason or "DNS" in event.reason):
+                level = logging.WARNING  # wrong credentials or host: a configuration mistake
             logger.log(
                 level,
                 "proxy %s: %s -> %s (%s)",
@@ -237,6 +434,20 @@ class ProxyPool:
                 "%d leases were never released and expired (a caller crashed or leaks)",
                 event.count,
             )
+        elif isinstance(event, FallbackLease):
+            self._fallbacks += 1
+            now = self._clock()
+            if now - self._fallback_logged_at >= _FALLBACK_LOG_EVERY:
+                logger.warning(
+                    "no eligible proxy for site %s: lent %s (%s) as a fallback "
+                    "(%d fallback leases since the last such message)",
+                    event.site,
+                    event.proxy_id,
+                    event.state.value,
+                    self._fallbacks,
+                )
+                self._fallbacks = 0
+                self._fallback_logged_at = now
         elif isinstance(event, ControlUrlChanged):
             if event.broken:
                 logger.warning(

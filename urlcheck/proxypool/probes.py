@@ -22,10 +22,16 @@ _RESULTS_KEPT = 20
 
 @dataclass(frozen=True, slots=True)
 class ProbeTask:
-    """Send a GET for `control_url` through `proxy`, then call `ProxyPool.report_probe`."""
+    """Send `method` for `control_url` through `proxy`, then call `ProxyPool.report_probe`.
+
+    GET: a configured control URL; it passes with a 2xx answer. HEAD: one of the crawl's own
+    URLs (`ProxyPool.add_probe_target`); it passes with any answer of the site, i.e. any status
+    but a 407 or a gateway error of the proxy (502, 504).
+    """
 
     proxy: Proxy
     control_url: str
+    method: str = "GET"
 
     @property
     def proxy_id(self) -> str:
@@ -35,10 +41,20 @@ class ProbeTask:
 class ControlUrlStats:
     """Recent probe results of one control URL, across proxies."""
 
-    __slots__ = ("broken", "checking_until", "failed", "last_ok_at", "ok", "results", "url")
+    __slots__ = (
+        "broken",
+        "checking_until",
+        "failed",
+        "last_ok_at",
+        "method",
+        "ok",
+        "results",
+        "url",
+    )
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, method: str = "GET") -> None:
         self.url = url
+        self.method = method
         self.last_ok_at = -math.inf
         self.checking_until = -math.inf  # a check through a working proxy is in flight
         self.results: deque[tuple[str, bool]] = deque(maxlen=_RESULTS_KEPT)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from .base import AcquireResult, PoolStore, StoreError
+from .base import PoolStore, StoreError, StoreUnavailable
 from .memory import MemoryStore
 
-__all__ = ["AcquireResult", "MemoryStore", "PoolStore", "StoreError", "store_from_uri"]
+__all__ = ["MemoryStore", "PoolStore", "StoreError", "StoreUnavailable", "store_from_uri"]
 
 
-def store_from_uri(uri: str) -> PoolStore:
-    """``memory://`` for now; ``redis://...`` arrives with the Redis store."""
+def store_from_uri(uri: str, name: str = "default", *, server_time: bool = True) -> PoolStore:
+    """``memory://`` (this process only) or ``redis://host:port/db`` / ``rediss://...`` (shared
+    by every process using the same URI and pool `name`)."""
     scheme = uri.partition("://")[0].lower()
     if scheme == "memory":
         return MemoryStore()
-    if scheme in {"redis", "rediss", "redis+cluster"}:
-        raise NotImplementedError("the Redis store is not written yet; use memory://")
+    if scheme in {"redis", "rediss", "unix"}:
+        from .redis import RedisStore
+
+        return RedisStore(uri, name, server_time=server_time)
     raise ValueError(f"unknown store URI scheme {scheme!r}")

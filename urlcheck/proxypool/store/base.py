@@ -1,89 +1,160 @@
-"""The store interface: all mutable state of a pool, changed only by whole, atomic calls.
+"""The store interface: what the processes of one pool share, changed only by atomic primitives.
 
-`acquire`, `release`, `probe_result`, `due_probes` and `snapshot` are each one call that runs
-atomically: the memory store holds a lock for its duration; the Redis store will run each as one
-Lua script (keys under one hash tag, time from the server's TIME, values in ARGV). A call applies
-the pool's policy (the pure rules in `health`, `blame`, `strategies` and `hashing`) to the state it
-holds and returns what changed as events, which the pool logs.
+A store holds the registry of proxies, leases (with a TTL), sticky sessions (with a TTL), each
+proxy's state and each (site, proxy) bench. It holds no policy: `ProxyPool` judges outcomes with
+the rules in `..policy` over its own books and commits the state changes it decides, guarded by
+the store's generation (`gen`, bumped by every commit and membership change), so that two
+processes cannot both take the last proxy the quarantine cap allows. A call whose `gen` argument
+is behind the store's returns the newer shared state (`Shared`) with its result.
+
+The memory store holds this in the process under a lock; the Redis store in Redis, one script or
+one transaction per primitive, time from the server's ``TIME`` (see docs/proxypool.md).
 """
 
 from __future__ import annotations
 
-import random
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from ..config import PoolConfig
-    from ..events import Event
-    from ..outcome import Outcome
+    from ..health import State
+    from ..policy.choosing import Choice
     from ..proxy import Proxy
-    from ..snapshot import PoolSnapshot
 
-__all__ = ["AcquireResult", "PoolStore", "StoreError"]
+__all__ = [
+    "Acquired",
+    "Committed",
+    "PoolStore",
+    "Released",
+    "Shared",
+    "StoreError",
+    "StoreUnavailable",
+    "cap_of",
+]
 
 
-class StoreError(Exception):
-    """The store could not run a call (connection lost, script error). The one error type that
-    crosses the store boundary; the cause is chained."""
+class StoreUnavailable(Exception):  # noqa: N818 - named for what the caller does about it
+    """The store could not run a call (connection refused or lost, timeout, script error): the
+    one error type that crosses the store boundary, with the cause chained. The call had no
+    effect that the pool must know of; retry it later."""
 
 
-class AcquireResult(NamedTuple):
-    lease_id: int
-    proxy_id: str | None  # None: nothing to hand out (empty pool, or fail_closed)
-    session_lost: bool  # the key's session ended because its proxy left service
-    fallback: bool  # nothing was eligible; this is the least bad proxy
-    events: Sequence[Event]
+StoreError = StoreUnavailable  # the earlier name
+
+
+@dataclass(frozen=True, slots=True)
+class Shared:
+    """The shared state at generation `gen`: every proxy's (state, quarantined until), the
+    benches in force, and the registry (None: unchanged since the caller last saw it)."""
+
+    gen: int
+    states: dict[str, tuple[State, float]]
+    benches: dict[tuple[str, str], float]  # (site, proxy id) -> benched until
+    proxies: dict[str, Proxy] | None
+    reset: bool = False  # the store lost its state (a Redis restarted without persistence)
+
+
+# Plain tuples on the hot path (a NamedTuple costs more to build than the rest of a memory
+# store call), unpacked at once by the pool:
+#: (lease id, proxy id or None when there is nothing to hand out (empty pool, or fail_closed),
+#: session lost (the key's proxy left service), fallback (nothing was eligible: the least bad),
+#: newer shared state when the caller's generation was behind)
+Acquired = tuple[int, str | None, bool, bool, Shared | None]
+#: (ended: False when the lease had already expired and was reclaimed, newer shared state)
+Released = tuple[bool, Shared | None]
+
+
+class Committed(NamedTuple):
+    ok: bool  # False: another process committed first; nothing was written
+    gen: int
+    shared: Shared | None  # on a conflict, the state that won
+
+
+def cap_of(proxy: Proxy, config: PoolConfig) -> int:
+    """A proxy's lease cap (0: none)."""
+    return proxy.max_concurrent if proxy.max_concurrent is not None else config.max_concurrent
 
 
 class PoolStore(ABC):
-    """Holds the state; a `ProxyPool` holds the policy (its config and random source)."""
+    """Shared state and atomic primitives; see the module docstring."""
 
-    config: PoolConfig
-    rng: random.Random
+    #: True when other processes share the store: `acquire` then wants alternates in its
+    #: `Choice`, as the caller's view of caps and benches may be behind.
+    shared_by_processes = False
+    round_trips = 0  # calls that went to a server (the Redis store counts them)
 
-    def open(self, config: PoolConfig, rng: random.Random) -> None:
+    def open(self, config: PoolConfig) -> None:
         """Called once by the pool before any other call."""
         self.config = config
-        self.rng = rng
+
+    # ---------------------------------------------------------------- registry
 
     @abstractmethod
-    def add_proxy(self, proxy: Proxy, now: float) -> Sequence[Event]:
-        """Add a proxy (healthy), or update the spec of one with the same id, keeping its health."""
+    def add_proxy(self, proxy: Proxy) -> tuple[bool, int]:
+        """Register a proxy (healthy) or replace the spec of a known id, keeping its state.
+        Returns (new, the generation after the change)."""
 
     @abstractmethod
-    def remove_proxy(self, proxy_id: str, now: float) -> tuple[bool, Sequence[Event]]:
-        """Forget a proxy. Its sessions end (reported on their next acquire); others are kept."""
+    def remove_proxy(self, proxy_id: str) -> tuple[bool, int]:
+        """Forget a proxy, its state and its lease count; its sessions end on their next use.
+        Returns (removed, the generation after the change)."""
 
     @abstractmethod
-    def acquire(self, site: str, key: str | None, now: float) -> AcquireResult:
-        """Atomically: reclaim expired leases, honour or end the key's session, choose a proxy,
-        count the lease and (with a key) store the session, renewed for session_ttl."""
+    def load(self, now: float) -> Shared:
+        """The whole shared state now."""
+
+    # ---------------------------------------------------------------- leases and sessions
 
     @abstractmethod
-    def release(
-        self, lease_id: int, proxy_id: str, site: str, outcome: Outcome, now: float
-    ) -> Sequence[Event]:
-        """Atomically: end the lease and apply the outcome to the proxy, pair, site and pool."""
+    def acquire(
+        self, site: str, key: str | None, choose: Callable[[bool], Choice], now: float, gen: int
+    ) -> Acquired:
+        """Atomically: keep the key's session if its proxy is registered, in service and not
+        benched for the site (renewed for session_ttl; never rotated, even when full), else take
+        the first id of ``choose()`` that is in service, not benched and under its cap, else its
+        `forced` id; lease it for lease_ttl and, with a key and no fallback, store the session.
+        ``choose(False)`` may be called before the session is looked at (a remote store sends
+        the choice with the call); ``choose(True)`` when no id of the first choice was usable
+        (the fallback: costs a remote store a second call, rare)."""
+
+    @abstractmethod
+    def release(self, lease_id: int, proxy_id: str, now: float, gen: int) -> Released:
+        """Atomically: end the lease, if it has not expired."""
+
+    @abstractmethod
+    def reclaim(self, now: float) -> Sequence[tuple[int, str]]:
+        """End the leases past their TTL; returns this process's own (lease id, proxy id)."""
 
     @abstractmethod
     def end_session(self, key: str) -> bool:
-        """Atomically: forget the key's sticky session (its next acquire starts a new one)."""
+        """Forget the key's sticky session (its next acquire starts a new one)."""
 
     @abstractmethod
-    def due_probes(self, now: float) -> list[tuple[str, str]]:
-        """Atomically: pick up to probe_batch (proxy id, control URL) due now, marked in flight."""
+    def usage(self, now: float) -> tuple[int, int]:
+        """(leases held, live sessions), across processes."""
+
+    # ---------------------------------------------------------------- states
 
     @abstractmethod
-    def probe_result(
-        self, proxy_id: str, control_url: str, ok: bool, latency: float | None, now: float
-    ) -> Sequence[Event]:
-        """Atomically: apply one probe result."""
+    def commit(
+        self,
+        gen: int,
+        states: dict[str, tuple[State, float]],
+        benches: Sequence[tuple[str, str, float]],
+        now: float,
+    ) -> Committed:
+        """Atomically, if the store is still at `gen`: write proxies' (state, until) and
+        (site, proxy id, until) benches, and bump the generation."""
 
     @abstractmethod
-    def snapshot(self, now: float) -> PoolSnapshot:
-        """Atomically: a JSON-serialisable picture of the whole state."""
+    def claim_probes(self, proxy_ids: Sequence[str], now: float, ttl: float) -> list[str]:
+        """Of these proxies, those no other process is probing now; claimed for `ttl`."""
+
+    def end_probe(self, proxy_id: str) -> None:  # noqa: B027 - optional hook
+        """The probe of this proxy is over: another process may probe it."""
 
     def close(self) -> None:  # noqa: B027 - optional hook, nothing to do for most stores
         """Release connections; the memory store has none."""

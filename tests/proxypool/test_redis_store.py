@@ -1,0 +1,116 @@
+"""What only the Redis store has: scripts as package data, counted round trips, an outage and
+a restart that empties it. The behaviour both stores share is in test_pool and test_scenarios."""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import TYPE_CHECKING
+
+import pytest
+import redis
+
+from urlcheck.proxypool import ManualClock, PoolConfig, ProxyPool, StoreUnavailable
+from urlcheck.proxypool.store.redis import RedisStore
+
+from .sim import AUTH, CONTROL_URLS, OK, proxy_urls
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from tests.redisserver import RedisServer
+
+
+@pytest.fixture
+def server(redis_server: RedisServer) -> Iterator[RedisServer]:
+    redis_server.flush()
+    yield redis_server
+    redis_server.stop()  # a test may have stopped it: leave one running for the next
+    redis_server.start()
+
+
+def pool_on(url: str, count: int = 5) -> tuple[ProxyPool, RedisStore]:
+    store = RedisStore(url, "t", server_time=False)
+    pool = ProxyPool(proxy_urls(count), PoolConfig(), store=store, clock=ManualClock(), seed=1)
+    return pool, store
+
+
+def test_scripts_ship_as_package_data_and_scan_no_keyspace() -> None:
+    lua = resources.files("urlcheck.proxypool.store").joinpath("lua")
+    names = sorted(p.name for p in lua.iterdir() if p.name.endswith(".lua"))
+    assert names == [
+        "_view.lua",
+        "acquire.lua",
+        "claim.lua",
+        "commit.lua",
+        "reclaim.lua",
+        "release.lua",
+    ]
+    for name in names:
+        text = lua.joinpath(name).read_text()
+        assert "'KEYS'" not in text and "SCAN" not in text, name
+
+
+def test_round_trips_per_call(server: RedisServer) -> None:
+    pool, store = pool_on(server.url, 10)
+    pool.release(pool.acquire("a.test"), OK)  # first calls: maintenance, adopting the registry
+    before = store.round_trips
+    lease = pool.acquire("a.test")
+    assert store.round_trips - before == 1
+    pool.release(lease, OK)
+    assert store.round_trips - before == 2  # nothing changed state: one call
+    lease = pool.acquire("a.test")
+    before = store.round_trips
+    pool.release(lease, AUTH)  # 407: the proxy dies, a state change to commit
+    assert store.round_trips - before == 2
+    assert {p["state"] for p in pool.snapshot()["proxies"]} == {"healthy", "dead"}
+    pool.close()
+
+
+def test_an_unreachable_store_raises_one_error_and_a_restart_refills_it(
+    server: RedisServer,
+) -> None:
+    pool, _ = pool_on(server.url)
+    held = pool.acquire("a.test")
+    server.stop()
+    with pytest.raises(StoreUnavailable) as raised:
+        pool.acquire("a.test")
+    assert isinstance(raised.value.__cause__, redis.RedisError | OSError)
+    with pytest.raises(StoreUnavailable):
+        pool.release(held, OK)
+    assert not held.released  # nothing happened: it may be released again later
+    server.start()  # empty: no persistence
+    lease = pool.acquire("a.test")  # the registry counter went back: proxies registered again
+    pool.release(lease, OK)
+    pool.release(held, OK)  # its lease died with the old server: nothing to end, no error
+    other = ProxyPool(
+        [], PoolConfig(), store=RedisStore(server.url, "t", server_time=False), clock=ManualClock()
+    )
+    assert {p.id for p in other.proxies} == {p.id for p in pool.proxies}
+    pool.close()
+    other.close()
+
+
+def test_a_proxy_is_probed_by_one_process_at_a_time(server: RedisServer) -> None:
+    config = PoolConfig(control_urls=CONTROL_URLS, probe_batch=10)
+    clock = ManualClock()
+    first, second = (
+        ProxyPool(
+            proxy_urls(6),
+            config,
+            store=RedisStore(server.url, "t", server_time=False),
+            clock=clock,
+            seed=seed,
+        )
+        for seed in (1, 2)
+    )
+    clock.advance(config.probe_idle_max + 1)  # every proxy is idle: all are due
+    mine = {task.proxy_id for task in first.due_probes()}
+    theirs = {task.proxy_id for task in second.due_probes()}
+    assert len(mine) == 6
+    assert not theirs
+    for proxy_id in mine:  # reported: the claims end
+        first.report_probe(proxy_id, CONTROL_URLS[0], True, 0.1)
+    clock.advance(config.probe_idle_max + 1)
+    assert {task.proxy_id for task in second.due_probes()} == mine
+    first.close()
+    second.close()

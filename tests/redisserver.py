@@ -1,0 +1,75 @@
+"""A private redis-server for tests: its own free port, no persistence, restartable on that port.
+
+Tests that flush or restart Redis use this, never the shared server on 6379.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+import redis
+
+__all__ = ["RedisServer"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class RedisServer:
+    """``with RedisServer() as server: server.url``; `stop()` and `start()` keep the port."""
+
+    def __init__(self) -> None:
+        if shutil.which("redis-server") is None:
+            pytest.skip("redis-server is not installed")
+        self.port = _free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self._proc = subprocess.Popen(
+            [
+                "redis-server",
+                "--port", str(self.port),
+                "--bind", "127.0.0.1",
+                "--save", "",
+                "--appendonly", "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        client = redis.Redis(port=self.port, socket_timeout=1.0)
+        for _ in range(200):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.025)
+        else:
+            raise RuntimeError("redis-server did not start")
+        client.close()
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(10)
+            self._proc = None
+
+    def flush(self) -> None:
+        client = redis.Redis(port=self.port, socket_timeout=1.0)
+        client.flushall()
+        client.close()
+
+    def __enter__(self) -> RedisServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

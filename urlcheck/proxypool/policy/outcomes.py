@@ -1,0 +1,220 @@
+"""Release: one outcome recorded in the windows of the pool, the site, the pair and the proxy,
+then judged (latency, weight, recovery; failures go to `judge`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import blame, health
+from ..health import State
+from ..outcome import CELL, FAIL, PERMANENT, PROXY_FAULT, SOFT, permanent_reason
+from .books import PairRec, SiteRec
+from .judge import after_failure, check_faults, check_recoveries, judge_pair, noise_level
+from .states import check_degraded, kill, reweigh, set_state
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..events import Event
+    from .books import Books, ProxyRec
+
+__all__ = ["record", "record_latency"]
+
+_FAST_LATENCY = 0.3  # EWMA weights: recent latency, and the proxy's own long-run baseline
+_SLOW_LATENCY = 0.02
+_NO_EVENTS: tuple[Event, ...] = ()
+
+
+def record(  # noqa: PLR0917
+    b: Books, rec: ProxyRec, site: str, code: int, latency: float | None, now: float
+) -> Sequence[Event]:
+    cfg = b.config
+    events: list[Event] = []
+    fail = code & FAIL
+    b.outcomes += 1
+    second = int(now)
+    bucket = b.buckets[second % 60]
+    if bucket[0] != second:
+        bucket[0], bucket[1], bucket[2] = second, 0, 0
+    bucket[1] += 1
+    bucket[2] += not code
+    # The pool-wide and site windows see every outcome: they are what blame is judged on.
+    pool = b.pool
+    if len(pool) == cfg.global_window_size and pool[0][2] & FAIL:
+        b.pool_fails -= 1
+    pool.append((now, rec.id, code, site))
+    site_rec = b.sites.get(site)
+    if site_rec is None:
+        site_rec = b.sites[site] = SiteRec(cfg)
+    site_rec.last_seen = now
+    site_rec.n += 1
+    entries = site_rec.entries
+    if len(entries) == cfg.site_window_size and entries[0][2] & FAIL:
+        site_rec.fails -= 1
+    entries.append((now, rec.id, code))
+    if fail:
+        b.pool_fails += 1
+        site_rec.fails += 1
+        check_faults(b, site, site_rec, events)
+    else:
+        site_rec.ok += not code
+        if site_rec.fault is not None or b.our_side is not None:
+            check_recoveries(b, site, site_rec, events)
+    pair = site_rec.pairs.get(rec.id)
+    if pair is None:
+        pair = site_rec.pairs[rec.id] = PairRec(cfg)
+    pair.last_seen = now
+    pair.n += 1
+    pair.ok += not code
+    if code or pair.route != 1.0:
+        value = 0.0 if fail else (1.0 - cfg.soft_failure_weight if code & SOFT else 1.0)
+        route = pair.route = pair.route + b.pair_alpha * (value - pair.route)
+        # health.success_factor, inlined: this runs on most releases once failures happen
+        pair.factor = max(cfg.min_weight, max(route, 0.0) ** cfg.weight_exponent)
+    if code & PERMANENT:
+        kill(b, rec, permanent_reason(code), now, events)
+        return events
+    if site_rec.fault is not None or b.our_side is not None:
+        return events  # excused: the site or our side is at fault, not this proxy
+    pair.window.push(code)
+    if not fail:
+        if code:
+            # rate limited: soft, and for this pair only
+            if pair.window.n >= cfg.min_outcomes:
+                tripped = health.trip(pair.window, cfg, noise_level(b, now))
+                if tripped is not None:
+                    judge_pair(
+                        b,
+                        rec,
+                        site=site,
+                        site_rec=site_rec,
+                        pair=pair,
+                        reason=tripped.reason,
+                        now=now,
+                        events=events,
+                    )
+            return events
+        window = rec.window
+        window.push(0)
+        rec.seq += 1
+        rec.row.append((site, 0))
+        if site != rec.ok_a:
+            rec.ok_b, rec.ok_b_at = rec.ok_a, rec.ok_a_at
+            rec.ok_a = site
+        rec.ok_a_at = now
+        rec.probe_fail_streak = rec.fault_streak = 0
+        if latency is not None and latency >= 0.0:
+            record_latency(b, rec, latency)
+        if (
+            rec.state is State.HEALTHY
+            and not window.fails
+            and not rec.spiking
+            and rec.outlier is None
+            and not rec.level
+            and not pair.level
+        ):
+            # The common case: a clean record, nothing to decide; only latency moves weight.
+            if rec.weight != rec.static_weight or rec.lat_fast > b.pool_latency:
+                reweigh(b, rec)
+            return events
+        if not (
+            rec.state is State.HEALTHY
+            and not rec.spiking
+            and rec.outlier is None
+            and not rec.level
+            and not pair.level
+            and window.n != cfg.min_outcomes
+        ):  # else nothing in after_success applies: spare the call
+            after_success(b, rec, pair, now, events)
+    else:
+        # A red cell in a green row counts against the pair only; the proxy's own window
+        # takes the failures that span its row, and those that are certainly its own.
+        cell = (
+            not code & PROXY_FAULT
+            and len(b.sites) > 1
+            and health.red(pair.window, cfg)
+            and not rec.benched_elsewhere(site, now)
+            and blame.green_row(rec.row, site, cfg)
+        )
+        rec.row.append((site, 1))
+        if cell:
+            # marked in the pool window too: not part of the background noise
+            b.pool[-1] = (now, rec.id, code | CELL, site)
+        else:
+            rec.window.push(code)
+            rec.seq += 1
+            rec.recent_fail.append((now, site, rec.seq))
+        # the latest failures all the proxy's own (refused, reset, 407), back to back
+        if not code & PROXY_FAULT:
+            rec.fault_streak = 0
+        else:
+            if not rec.fault_streak:
+                rec.fault_since = now
+            rec.fault_streak += 1
+        after_failure(
+            b,
+            rec,
+            site=site,
+            site_rec=site_rec,
+            pair=pair,
+            code=code,
+            cell=cell,
+            now=now,
+            events=events,
+        )
+        if cell:
+            return events
+    reweigh(b, rec)
+    return events
+
+
+def record_latency(b: Books, rec: ProxyRec, latency: float) -> None:
+    cfg = b.config
+    rec.latencies.append(latency)
+    if rec.lat_n == 0:
+        rec.lat_fast = rec.lat_slow = latency
+    else:
+        rec.lat_fast += _FAST_LATENCY * (latency - rec.lat_fast)
+        # The baseline is the proxy's own history: while the recent latency is clearly above
+        # it, it learns ten times slower, or it would absorb a fourfold rise before the rise
+        # showed as a spike; a lasting change is still learnt, in a few hundred requests.
+        steady = rec.lat_fast <= rec.lat_slow * cfg.latency_recover_factor
+        rec.lat_slow += (_SLOW_LATENCY if steady else _SLOW_LATENCY / 10) * (latency - rec.lat_slow)
+    rec.lat_n += 1
+    if b.pool_latency == 0.0:
+        b.pool_latency = latency
+    else:
+        b.pool_latency += b.pool_alpha * (latency - b.pool_latency)
+    if rec.lat_n >= cfg.min_outcomes and rec.lat_slow > 0.0:
+        ratio = rec.lat_fast / rec.lat_slow
+        if rec.spiking:
+            rec.spiking = ratio > cfg.latency_recover_factor
+        else:
+            rec.spiking = ratio > cfg.latency_spike_factor
+
+
+def after_success(b: Books, rec: ProxyRec, pair: PairRec, now: float, ev: list[Event]) -> None:
+    cfg = b.config
+    state = rec.state
+    if state is State.PROBING:
+        rec.ramp_ok += 1
+        if rec.ramp_ok >= cfg.ramp_requests:
+            rec.failed_cycles = 0
+            rec.stable_since = now
+            set_state(b, rec, State.HEALTHY, "ramp complete: full weight", now, ev)
+    elif state is State.HEALTHY or state is State.DEGRADED:
+        # A success cannot raise a window's failure rates: a healthy proxy can only be
+        # degraded here by a latency spike or the outlier rule, or at the success that
+        # brings its window to min_outcomes, the first moment the rate rules apply (its
+        # failures may all have come before).
+        if (
+            state is State.DEGRADED
+            or rec.spiking
+            or rec.outlier is not None
+            or rec.window.n == cfg.min_outcomes
+        ):
+            check_degraded(b, rec, now, ev)
+        if rec.level and now - rec.stable_since >= cfg.backoff_reset_after:
+            rec.level = 0  # worked stably for a while: the next quarantine starts short again
+    if pair.level and pair.benched_until and now - pair.benched_until >= cfg.backoff_reset_after:
+        pair.level = 0

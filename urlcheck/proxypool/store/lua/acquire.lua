@@ -1,0 +1,56 @@
+-- Lease a proxy: the key's session if its proxy is usable, else the first usable id of the
+-- caller's choice under its cap, else the forced (fallback) id.
+-- KEYS: meta states benches proxies out caps active leases sessions session_exp
+-- ARGV: now|'' lease_ttl session_ttl site key|'' token gen reg forced|'' id...
+local now = clock(ARGV[1])
+local site, key = ARGV[4], ARGV[5]
+
+local function usable(id)
+  if redis.call('HEXISTS', KEYS[6], id) == 0 or redis.call('SISMEMBER', KEYS[5], id) == 1 then
+    return false
+  end
+  local until_ = redis.call('HGET', KEYS[3], site .. '\t' .. id)
+  return not until_ or tonumber(until_) <= now
+end
+
+local chosen, lost, fallback, session = false, 0, 0, false
+if key ~= '' then
+  session = redis.call('HGET', KEYS[9], key)
+  if session then
+    local held, expires = string.match(session, '^(.*)\t([^\t]*)$')
+    if tonumber(expires) > now then
+      if usable(held) then chosen = held else lost = 1 end
+    end
+  end
+end
+if not chosen then
+  for i = 10, #ARGV do
+    local id = ARGV[i]
+    if usable(id) then
+      local cap = tonumber(redis.call('HGET', KEYS[6], id))
+      if cap == 0 or tonumber(redis.call('HGET', KEYS[7], id) or '0') < cap then
+        chosen = id
+        break
+      end
+    end
+  end
+  if not chosen and ARGV[9] ~= '' and redis.call('HEXISTS', KEYS[6], ARGV[9]) == 1 then
+    chosen, fallback = ARGV[9], 1
+  end
+  if key ~= '' and session and (not chosen or fallback == 1) then
+    redis.call('HDEL', KEYS[9], key)
+    redis.call('ZREM', KEYS[10], key)
+  end
+end
+local lease = 0
+if chosen then
+  if key ~= '' and fallback == 0 then
+    local expires = now + tonumber(ARGV[3])
+    redis.call('HSET', KEYS[9], key, chosen .. '\t' .. tostring(expires))
+    redis.call('ZADD', KEYS[10], expires, key)
+  end
+  lease = redis.call('HINCRBY', KEYS[1], 'lease_seq', 1)
+  redis.call('ZADD', KEYS[8], now + tonumber(ARGV[2]), lease .. ':' .. ARGV[6] .. ':' .. chosen)
+  redis.call('HINCRBY', KEYS[7], chosen, 1)
+end
+return {lease, chosen or '', lost, fallback, view(ARGV[7], ARGV[8])}
