@@ -3,8 +3,9 @@
 Builds a job the size the issue names: a 1,000,000-row CSV over 50 hosts (127.0.0.10 to
 127.0.0.59, all served by one demo site), a results.jsonl with rows 1..900,000 already done
 (lines in the results pipeline's exact format, made from :func:`urlcheck.results.build_result`
-templates), and a meta.json in state ``paused`` holding the CSV's sha256. It then resumes the
-job with the real command in a subprocess:
+templates), the job's own copy of the CSV (``input.csv``, as every job keeps one), and a
+meta.json in state ``paused`` holding the CSV's sha256 and the results' size. It then resumes
+the job with the real command in a subprocess:
 
     python -m scrapy crawl check -a csv=CSV -s JOBDIR=JOB -s CLOSESPIDER_TIMEOUT=30
 
@@ -35,7 +36,7 @@ from bench._proc import RssSampler  # noqa: E402
 from urlcheck.demo.launcher import SiteServer  # noqa: E402
 from urlcheck.jobs.counts import Counts  # noqa: E402
 from urlcheck.jobs.done import scan_results  # noqa: E402
-from urlcheck.jobs.files import JobMeta, JobState, sha256_file, utc_iso  # noqa: E402
+from urlcheck.jobs.files import INPUT_COPY, JobMeta, JobState, sha256_file, utc_iso  # noqa: E402
 from urlcheck.results import RowTask, build_result, hop  # noqa: E402
 from urlcheck.verdict import VerdictRules  # noqa: E402
 
@@ -108,6 +109,7 @@ def write_meta(
     jobdir: Path, csv: Path, results: Path, rows: int, done: int, counts: Counts
 ) -> None:
     now = time.time()
+    shutil.copyfile(csv, jobdir / INPUT_COPY)
     JobMeta(
         state=JobState.PAUSED,
         total_rows=rows,
@@ -120,7 +122,9 @@ def write_meta(
         finish_reason="shutdown",
         input_path=str(csv.resolve()),
         input_sha256=sha256_file(csv),
+        input_copy=INPUT_COPY,
         results_path=str(results.resolve()),
+        results_bytes=results.stat().st_size,
     ).save(jobdir)
 
 

@@ -24,10 +24,12 @@ from urlcheck.commands.job import run_job_command
 from urlcheck.config import ConfigError, JobControlConfig
 from urlcheck.extensions.jobcontrol import JobControl, wait_while_paused
 from urlcheck.jobs.context import JobContext
+from urlcheck.jobs.done import DoneRows
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
 from urlcheck.jobs.files import ControlAction, JobMeta, JobState, parse_utc_iso, write_control
 from urlcheck.jobs.lock import JobLock, lock_holder
 from urlcheck.results import Result
+from urlcheck.resultsfile import ResultsPlan
 from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
@@ -103,6 +105,8 @@ class JobSpider(Spider):
         self.yielded = 0
 
     async def start(self) -> AsyncIterator[Any]:
+        # Where the real ResultsPipeline writes; JobControl counts what it wrote.
+        runtime(self.crawler).results = ResultsPlan(self.jobdir / "results.jsonl", DoneRows())
         runtime(self.crawler).job_context = JobContext(
             jobdir=self.jobdir,
             results_path=self.jobdir / "results.jsonl",
@@ -143,6 +147,7 @@ def make_crawler(jobdir: Path, **settings: Any) -> Crawler:
         {
             "JOBDIR": str(jobdir),
             "EXTENSIONS": {EXTENSION: 0},
+            "ITEM_PIPELINES": {"urlcheck.pipelines.ResultsPipeline": 300},
             "CONCURRENT_REQUESTS": 2,
             "DOWNLOAD_DELAY": 0,
             "LOG_LEVEL": "INFO",
@@ -185,7 +190,9 @@ def command(action: str, jobdir: Path, **kwargs: Any) -> tuple[ExitCode, str]:
 
 
 def test_config_defaults_and_validation() -> None:
-    assert JobControlConfig.from_settings(Settings()) == JobControlConfig(0.5, 30.0)
+    assert JobControlConfig.from_settings(Settings()) == JobControlConfig(
+        0.5, 2.0, 30.0, 180.0, 5.0
+    )
     config = JobControlConfig.from_settings(Settings({"URLCHECK_JOB_POLL_INTERVAL": "0.25"}))
     assert config.poll_interval == 0.25
     for name, value, message in (
@@ -207,7 +214,8 @@ def test_config_defaults_and_validation() -> None:
         (
             "URLCHECK_JOB_HEARTBEAT_INTERVAL",
             180,
-            "setting URLCHECK_JOB_HEARTBEAT_INTERVAL: must be below 180 s",
+            "setting URLCHECK_JOB_HEARTBEAT_INTERVAL: must be below URLCHECK_JOB_STUCK_AFTER "
+            "(180 s)",
         ),
     ):
         with pytest.raises(ConfigError) as caught:
@@ -245,7 +253,12 @@ async def test_a_finished_run(site: Site, tmp_path: Path) -> None:
     assert meta.started_at and meta.finished_at and meta.last_activity_at
     assert parse_utc_iso(meta.started_at) <= parse_utc_iso(meta.finished_at)
     assert meta.finish_reason == "finished"
-    assert meta.user_agent == "jobtest" and meta.settings == {"URLCHECK_METHOD": "GET"}
+    assert meta.user_agent == "jobtest"
+    # Effective values, defaults included: never null for a default.
+    assert meta.settings["URLCHECK_METHOD"] == "GET" and meta.settings["URLCHECK_MAX_HOPS"] == 10
+    assert meta.settings["URLCHECK_BACKOFF_BASE"] == 30.0
+    assert meta.settings["DOWNLOAD_DELAY"] == 0.0 and meta.settings["COOKIES_ENABLED"] is True
+    assert meta.results_bytes == (jobdir / "results.jsonl").stat().st_size
     assert meta.input_sha256 == "c" * 64
     assert meta.backoff_hosts == []
     assert exit_code_for(meta) is ExitCode.FINISHED
@@ -362,6 +375,7 @@ async def test_heartbeat_progress_and_back_off(
         URLCHECK_PROGRESS_INTERVAL=0.2,
         URLCHECK_JOB_POLL_INTERVAL=0.1,
         EXTENSIONS={EXTENSION: 0, "urlcheck.extensions.progress.Progress": 0},
+        URLCHECK_JOB_STATUS_INTERVAL=0.1,
     )
     items = Items(crawler)
     caplog.set_level(logging.INFO, logger="urlcheck.extensions.jobcontrol")

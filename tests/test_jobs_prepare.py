@@ -56,6 +56,9 @@ def test_new_job(tmp_path: Path, csv: Path) -> None:
     assert meta.created_at == "2023-11-14T22:13:20.000Z"
     assert meta.input_sha256 == sha256_file(csv) == job.input_checksum
     assert meta.input_path == str(csv.resolve())
+    # The job keeps its own copy of the input, and the run reads that copy.
+    assert meta.input_copy == "input.csv" and job.input_path == jobdir / "input.csv"
+    assert (jobdir / "input.csv").read_bytes() == csv.read_bytes()
     context = job.context(total_rows=3, user_agent="ua", shaping_settings={"X": 1})
     assert (context.total_rows, context.done_rows, context.user_agent) == (3, 0, "ua")
     assert context.paused_hosts() == []
@@ -112,13 +115,17 @@ def test_a_finished_job_starts_a_fresh_run_and_keeps_the_last(tmp_path: Path, cs
     meta.finished_at = "2024-05-06T07:08:09.000Z"
     meta.save(jobdir)
     # a changed CSV is fine for a new run
+    old_input = csv.read_bytes()
     csv.write_text("url\nhttp://a/\nhttp://d/\n", encoding="utf-8")
     job = prepare_job(jobdir, csv, clock=lambda: NOW + 3600)
     assert job.fresh
     assert [p.name for p in job.archived] == [
         "results.20240506T070809Z.jsonl",
         "meta.20240506T070809Z.json",
+        "input.20240506T070809Z.csv",  # the CSV changed: the old copy goes with its results
     ]
+    assert (jobdir / "input.20240506T070809Z.csv").read_bytes() == old_input
+    assert (jobdir / "input.csv").read_bytes() == csv.read_bytes()
     assert (jobdir / "results.20240506T070809Z.jsonl").read_text(encoding="utf-8").count("\n") == 3
     assert not results.exists()
     assert len(job.scan.done) == 0
@@ -169,3 +176,30 @@ def test_free_name(tmp_path: Path) -> None:
     assert free_name(tmp_path / "out", stamp).name == f"out.{stamp}"
     (tmp_path / f"meta.{stamp}.json").write_text("{}")
     assert free_name(tmp_path / "meta.json", stamp).name == f"meta.{stamp}-1.json"
+
+
+def test_the_job_resumes_from_its_own_copy_when_the_csv_is_gone(tmp_path: Path, csv: Path) -> None:
+    jobdir = tmp_path / "job"
+    original = csv.read_bytes()
+    prepare_job(jobdir, csv, clock=clock)
+    (jobdir / "results.jsonl").write_text(result_line(1), encoding="utf-8")
+    csv.unlink()
+    moved = tmp_path / "elsewhere" / "job"
+    moved.parent.mkdir()
+    jobdir.rename(moved)  # another place, as on another machine
+    job = prepare_job(moved, moved / "input.csv", clock=clock)
+    assert not job.fresh and list(job.scan.done) == [1]
+    assert job.input_path == moved / "input.csv" and job.input_path.read_bytes() == original
+    meta = JobMeta.load(moved)
+    assert meta is not None
+    assert meta.input_path == str(csv.resolve())  # where it came from, kept
+    assert meta.input_sha256 == sha256_file(moved / "input.csv")
+
+
+def test_an_unchanged_csv_is_not_copied_again(tmp_path: Path, csv: Path) -> None:
+    jobdir = tmp_path / "job"
+    prepare_job(jobdir, csv, clock=clock)
+    copy = jobdir / "input.csv"
+    inode = copy.stat().st_ino
+    prepare_job(jobdir, csv, clock=clock)
+    assert copy.stat().st_ino == inode

@@ -1,13 +1,20 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
 from urlcheck.jobs.files import BackoffHost, JobMeta, JobState, utc_iso
 from urlcheck.jobs.progress import Heartbeat, RunRate
-from urlcheck.jobs.status import STUCK_AFTER_SECONDS, derive_status, format_duration, format_status
+from urlcheck.jobs.status import (
+    STUCK_AFTER_SECONDS,
+    catch_up,
+    derive_status,
+    format_duration,
+    format_status,
+)
 
 NOW = 1_700_000_000.0
 
@@ -142,6 +149,7 @@ def test_exit_codes_are_distinct_and_fixed() -> None:
         "LOCKED": 6,
         "NOT_RUNNING": 7,
         "ROWS_MISSING": 8,
+        "GAVE_UP": 9,
     }
 
 
@@ -153,3 +161,47 @@ def test_exit_code_for_meta() -> None:
     assert exit_code_for(JobMeta(state=JobState.CANCELLED)) is ExitCode.CANCELLED
     for state in (JobState.PAUSED, JobState.PROCESSING, JobState.PENDING):
         assert exit_code_for(JobMeta(state=state)) is ExitCode.PAUSED
+
+
+# --- catching up with results.jsonl ------------------------------------------------------------
+
+
+def _line(row: int, final: int | None, verdict: str | None = None) -> bytes:
+    result = {"row": row, "url": "u", "final_status": final, "verdict": verdict}
+    return (json.dumps(result) + "\n").encode()
+
+
+def test_catch_up_counts_what_meta_json_has_not_seen(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    seen = _line(1, 200) + _line(2, 301, "pass")
+    results.write_bytes(seen + _line(3, None) + _line(4, 503, "fail") + b'{"row": 5, "torn')
+    meta = JobMeta(state=JobState.PROCESSING, results_path=str(results), done_rows=2)
+    meta.counts.add(200, None)
+    meta.counts.add(301, "pass")
+    meta.results_bytes = len(seen)
+    meta.last_activity_at = "2020-01-01T00:00:00.000Z"
+    caught = catch_up(meta)
+    assert caught.done_rows == 4 and meta.done_rows == 2  # meta itself is left as it was
+    assert caught.counts.by_status == {
+        "2xx": 1,
+        "3xx": 1,
+        "4xx": 0,
+        "5xx": 1,
+        "other": 0,
+        "error": 1,
+    }
+    assert caught.counts.by_verdict == {"pass": 1, "fail": 1, "none": 2}
+    assert caught.results_bytes == results.stat().st_size - len(b'{"row": 5, "torn')
+    assert caught.last_activity_at is not None and caught.last_activity_at > "2020"
+    assert catch_up(caught).done_rows == 4  # nothing new: the same
+
+
+def test_catch_up_recounts_a_file_replaced_behind_meta_json(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    results.write_bytes(_line(7, 200))
+    meta = JobMeta(results_path=str(results), done_rows=50, results_bytes=10_000)
+    caught = catch_up(meta)
+    assert (caught.done_rows, caught.counts.by_status["2xx"]) == (1, 1)
+    moved = JobMeta(results_path="/nonexistent/job/results.jsonl", done_rows=0)
+    assert catch_up(moved, tmp_path).done_rows == 1  # the job directory moved: its own file
+    assert catch_up(moved).done_rows == 0

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from urlcheck.addressguard import AddressPolicy
 from urlcheck.backoff import BackoffConfig
+from urlcheck.jobs.recheck import Recheck
 from urlcheck.jobs.status import STUCK_AFTER_SECONDS
 from urlcheck.proxyconfig import ProxySettings
 from urlcheck.settingsreader import ConfigError, SettingsReader
@@ -99,10 +100,14 @@ class CheckConfig:
 
 @dataclass(frozen=True, slots=True)
 class JobControlConfig:
-    """How often a job's files are read and written (docs/jobs.md)."""
+    """How often a job's files are read and written, and when a job reads as stuck
+    (docs/jobs.md)."""
 
     poll_interval: float = 0.5
+    status_interval: float = 2.0
     heartbeat_interval: float = 30.0
+    stuck_after: float = STUCK_AFTER_SECONDS
+    cancel_grace: float = 5.0
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> JobControlConfig:
@@ -110,17 +115,20 @@ class JobControlConfig:
         values = {}
         for name, attr in (
             ("URLCHECK_JOB_POLL_INTERVAL", "poll_interval"),
+            ("URLCHECK_JOB_STATUS_INTERVAL", "status_interval"),
             ("URLCHECK_JOB_HEARTBEAT_INTERVAL", "heartbeat_interval"),
+            ("URLCHECK_JOB_STUCK_AFTER", "stuck_after"),
+            ("URLCHECK_JOB_CANCEL_GRACE", "cancel_grace"),
         ):
             value = read.number(name, getattr(defaults, attr), minimum=None)
             if not (value > 0 and math.isfinite(value)):
                 raise ConfigError(f"setting {name}: expected a number of seconds > 0, got {value}")
             values[attr] = value
-        if values["heartbeat_interval"] >= STUCK_AFTER_SECONDS:
+        if values["heartbeat_interval"] >= values["stuck_after"]:
             raise ConfigError(
-                "setting URLCHECK_JOB_HEARTBEAT_INTERVAL: must be below "
-                f"{STUCK_AFTER_SECONDS:.0f} s, or a healthy job would read as stuck; "
-                f"got {values['heartbeat_interval']}"
+                "setting URLCHECK_JOB_HEARTBEAT_INTERVAL: must be below URLCHECK_JOB_STUCK_AFTER "
+                f"({values['stuck_after']:g} s), or a healthy job would read as stuck; "
+                f"got {values['heartbeat_interval']:g}"
             )
         return cls(**values)
 
@@ -181,6 +189,7 @@ class UrlcheckConfig:
     progress_interval: float = 30.0  # 0: no progress line
     body_max_bytes: int = 256 * 1024
     results_enabled: bool = True
+    recheck: Recheck | None = None  # -a recheck=...: rows of the job to check again
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> UrlcheckConfig:
@@ -197,4 +206,14 @@ class UrlcheckConfig:
             progress_interval=progress_interval(settings),
             body_max_bytes=read.integer("URLCHECK_BODY_MAX_BYTES", 256 * 1024, minimum=1024),
             results_enabled=read.boolean("URLCHECK_RESULTS_ENABLED", True),
+            recheck=_recheck(read.text("URLCHECK_RECHECK", "")),
         )
+
+
+def _recheck(text: str) -> Recheck | None:
+    if not text.strip():
+        return None
+    try:
+        return Recheck.parse(text)
+    except ValueError as exc:
+        raise ConfigError(f"setting URLCHECK_RECHECK (-a recheck): {exc}") from None

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING
 
 from urlcheck.config import ConfigError, UrlcheckConfig
 from urlcheck.csvinput import CsvSource, InputError
-from urlcheck.jobs.errors import InputMismatchError, JobLockedError
+from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
+from urlcheck.jobs.files import INPUT_COPY
 from urlcheck.jobs.lock import JobLock
+from urlcheck.jobs.place import default_jobdir
 from urlcheck.jobs.prepare import check_input
 
 if TYPE_CHECKING:
@@ -24,30 +26,57 @@ class PreflightError(Exception):
         self.exit_code = exit_code
 
 
+def choose_jobdir(settings: BaseSettings, csv: str | None) -> Path | None:
+    """The run's job directory: ``JOBDIR`` (``--jobdir``) when given, none when it was given
+    empty (``--no-job``), else the default one derived from the CSV's path."""
+    jobdir = settings.get("JOBDIR")
+    if jobdir is None:
+        return default_jobdir(csv) if csv else None
+    return Path(jobdir) if jobdir else None
+
+
 def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | None:
-    """Run the checks; returns the job lock to hold for the whole crawl (None without JOBDIR)."""
+    """Run the checks; returns the job lock to hold for the whole crawl (None without a job).
+
+    Every run is a job unless ``--no-job``: JOBDIR is set here to the default job directory
+    when the user named none, and ``-a csv`` may be left out when the job keeps its own copy.
+    """
     csv = spider_args.get("csv")
+    jobdir = choose_jobdir(settings, csv)
     if not csv:
-        raise PreflightError(
-            "the check spider needs the input file: -a csv=PATH", ExitCode.INPUT_ERROR
-        )
+        copy = jobdir / INPUT_COPY if jobdir is not None else None
+        if copy is None or not copy.is_file():
+            where = f" ({jobdir} has no {INPUT_COPY})" if jobdir is not None else ""
+            raise PreflightError(
+                "the check spider needs the input file: -a csv=PATH, or the --jobdir of a job, "
+                f"which keeps its own copy{where}",
+                ExitCode.INPUT_ERROR,
+            )
+        csv = spider_args["csv"] = str(copy)
+    recheck = spider_args.get("recheck") or settings.get("URLCHECK_RECHECK")
     try:
+        if recheck:
+            settings.set("URLCHECK_RECHECK", str(recheck), priority="cmdline")
         UrlcheckConfig.from_settings(settings)
         CsvSource(csv).close()
     except (ConfigError, InputError) as exc:
         raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
-    jobdir = settings.get("JOBDIR")
-    if not jobdir:
+    if recheck and jobdir is None:
+        raise PreflightError(
+            "recheck: re-checking rows needs a job (drop --no-job)", ExitCode.INPUT_ERROR
+        )
+    if jobdir is None:
         return None
-    Path(jobdir).mkdir(parents=True, exist_ok=True)
+    settings.set("JOBDIR", str(jobdir), priority="cmdline")
+    jobdir.mkdir(parents=True, exist_ok=True)
     lock = JobLock(jobdir)
     try:
         lock.acquire()
     except JobLockedError as exc:
         raise PreflightError(str(exc), ExitCode.LOCKED) from None
     try:
-        check_input(Path(jobdir), Path(csv))
-    except InputMismatchError as exc:
+        check_input(jobdir, Path(csv), recheck=bool(recheck))
+    except JobError as exc:  # InputMismatchError among them
         lock.release()
         raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
     return lock

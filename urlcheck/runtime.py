@@ -15,7 +15,7 @@ from urlcheck.backoff import HostBackoff
 from urlcheck.config import UrlcheckConfig
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
     from pathlib import Path
 
     from scrapy.crawler import Crawler
@@ -41,6 +41,8 @@ class Runtime:
         self.proxy_pool: ProxyPool | None = None
         # Set by the check spider: the line of a row whose callback raised (None: not a row's).
         self.row_error: Callable[[Response, BaseException], Result | None] | None = None
+        # Set by the check spider: how a cancel ends the rows in hand (JobControl calls it).
+        self.wind_down: Callable[[float], Awaitable[None]] | None = None
 
     @property
     def results_path(self) -> Path | None:

@@ -11,6 +11,8 @@ downloader and its slots that urlcheck's politeness needs and Scrapy has no API 
 - ``DownloaderAwarePriorityQueue._downloader_interface``: how the queue reaches the downloader.
 - ``engine.scraper.slot.is_idle()``: whether responses or items are still being processed; with
   the downloader and scheduler empty, a row still open was dropped by some component.
+- ``engine.scraper.start_itemproc_async``: a cancel writes the lines of rows it cut short
+  through the item pipelines, outside any callback.
 
 pyproject pins ``scrapy<2.20`` because of them; :func:`check` (run when the queue is built,
 and by tests/test_scrapy_internals.py) names what changed if an upgrade moves one.
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.core.downloader import Downloader
     from scrapy.core.engine import ExecutionEngine
+    from scrapy.crawler import Crawler
     from scrapy.pqueues import DownloaderAwarePriorityQueue
 
 
@@ -79,6 +82,11 @@ def nothing_in_flight(engine: ExecutionEngine) -> bool:
     return slot is None or slot.is_idle()
 
 
+async def process_item(crawler: Crawler, item: object) -> None:
+    """Send ``item`` through the item pipelines (and item_scraped) as a callback's item goes."""
+    await crawler.engine.scraper.start_itemproc_async(item, response=None)
+
+
 def wake_engine(engine: ExecutionEngine | None) -> None:
     """Have the engine poll its scheduler on the next loop turn."""
     slot = getattr(engine, "_slot", None)
@@ -90,6 +98,7 @@ _EXPECTED = (
     ("ExecutionEngine", "_slot"),
     ("DownloaderAwarePriorityQueue", "_downloader_interface"),
     ("Downloader", "active"),
+    ("ExecutionEngine", "scraper"),
     ("Downloader", "slots"),
     ("Downloader", "domain_concurrency"),
     ("Slot", "lastseen"),

@@ -84,6 +84,9 @@ ITEM_PIPELINES = {
     "urlcheck.pipelines.ResultsPipeline": 300,
 }
 EXTENSIONS = {
+    # A job's -o exports are written from results.jsonl at the end of each run (docs/jobs.md).
+    "scrapy.extensions.feedexport.FeedExporter": None,
+    "urlcheck.extensions.jobfeeds.JobFeeds": 0,
     "urlcheck.extensions.jobcontrol.JobControl": 100,
     "urlcheck.extensions.progress.Progress": 110,
     # Off (NotConfigured) unless URLCHECK_METRICS_PORT or URLCHECK_METRICS_FILE is set.

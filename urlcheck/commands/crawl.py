@@ -50,6 +50,32 @@ class Command(ScrapyCrawlCommand):
     def short_desc(self) -> str:
         return "Run a spider (urlcheck: `scrapy crawl check -a csv=urls.csv`)"
 
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        # Every check run is a job (docs/jobs.md); these choose where, or opt out.
+        parser.add_argument(
+            "--jobdir",
+            metavar="DIR",
+            help="the job directory (default: .urlcheck/jobs/<csv name>-<hash>/); same as "
+            "-s JOBDIR=DIR",
+        )
+        parser.add_argument(
+            "--no-job",
+            action="store_true",
+            help="run without a job: no resume, no status or control; results.jsonl in the "
+            "current directory unless -a out=PATH",
+        )
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        assert self.settings is not None
+        if opts.jobdir and opts.no_job:
+            raise UsageError("--jobdir and --no-job exclude each other")
+        if opts.jobdir:
+            self.settings.set("JOBDIR", opts.jobdir, priority="cmdline")
+        elif opts.no_job:
+            self.settings.set("JOBDIR", "", priority="cmdline")
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError

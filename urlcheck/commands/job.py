@@ -1,4 +1,5 @@
-"""``scrapy job status|pause|resume|cancel DIR``: look at or steer a job from another terminal.
+"""``scrapy job status|pause|resume|cancel DIR``: look at or steer a job from another terminal;
+``scrapy job run DIR``: run a job supervised (restarted when it dies or goes stuck).
 
 ``status`` reads meta.json (``--json`` for machines). ``pause``, ``resume`` and ``cancel`` write
 control.json, which the running crawl's JobControl extension polls every 500 ms. Exit codes:
@@ -11,6 +12,8 @@ docs/jobs.md.
 from __future__ import annotations
 
 import json
+import logging
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -31,14 +34,16 @@ from urlcheck.jobs.files import (
     write_control,
 )
 from urlcheck.jobs.lock import JobLock, lock_holder
-from urlcheck.jobs.status import derive_status, format_status
+from urlcheck.jobs.place import default_jobdir
+from urlcheck.jobs.status import catch_up, derive_status, format_status
+from urlcheck.jobs.supervise import SuperviseConfig, Supervisor
 
 if TYPE_CHECKING:
     import argparse
 
     from urlcheck.clock import Clock
 
-ACTIONS = ("status", "pause", "resume", "cancel")
+ACTIONS = ("status", "pause", "resume", "cancel", "run")
 _CONFIRM_SECONDS = 3.0
 
 # The state a running crawl reports once it has obeyed each request.
@@ -66,7 +71,7 @@ def _load(jobdir: Path) -> JobMeta:
 
 
 def _status(jobdir: Path, as_json: bool, clock: Clock, out: TextIO) -> ExitCode:
-    meta = _load(jobdir)
+    meta = catch_up(_load(jobdir), jobdir)
     status = derive_status(meta, now=clock(), jobdir=jobdir, holder_pid=lock_holder(jobdir))
     if as_json:
         out.write(json.dumps(status.to_dict(), ensure_ascii=False, indent=2) + "\n")
@@ -171,9 +176,11 @@ def run_job_command(
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> ExitCode:
-    """Do one ``scrapy job`` action; messages go to ``out``, problems to ``err``."""
+    """Do one ``scrapy job`` action; messages go to ``out``, problems to ``err``. ``jobdir``
+    may also be a CSV: its default job (the one ``scrapy crawl check -a csv=CSV`` runs)."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
+    jobdir = job_for(jobdir)
     try:
         if action == "status":
             return _status(jobdir, as_json, clock, out)
@@ -234,6 +241,43 @@ def run_diff(old: Path, new: Path, output: str | None, *, out: TextIO, err: Text
     return DIFF_REGRESSED if regressed else ExitCode.FINISHED
 
 
+def job_for(path: Path) -> Path:
+    """A job directory as given, or the default job of a CSV given instead."""
+    return default_jobdir(path) if path.is_file() else path
+
+
+def crawl_command(jobdir: Path, settings: list[str], extra: list[str]) -> list[str]:
+    """The ``scrapy crawl check`` a supervisor runs for ``jobdir``."""
+    command = [sys.executable, "-m", "scrapy", "crawl", "check", "--jobdir", str(jobdir)]
+    for setting in settings:
+        command += ["-s", setting]
+    return command + extra
+
+
+def run_supervised(
+    jobdir: Path, settings: list[str], extra: list[str], config: SuperviseConfig
+) -> ExitCode:
+    """``scrapy job run``: supervise the job's crawl until it ends for good (docs/jobs.md)."""
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s [urlcheck supervisor] %(levelname)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if jobdir.is_file():  # a CSV: its default job, with the CSV for a first run
+        extra = ["-a", f"csv={jobdir}", *extra]
+        jobdir = job_for(jobdir)
+    supervisor = Supervisor(jobdir, crawl_command(jobdir, settings, extra), config)
+    previous = {
+        signum: signal.signal(signum, lambda signum, _frame: supervisor.stop(signum))
+        for signum in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        return supervisor.run()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
@@ -241,18 +285,20 @@ class Command(ScrapyCommand):
 
     def syntax(self) -> str:
         return (
-            "status|pause|resume|cancel DIR [--json] | report PATH [-o FILE] "
-            "| diff OLD NEW [-o FILE]"
+            "status|pause|resume|cancel|run DIR [--json] [-- CRAWL OPTIONS] | report PATH "
+            "[-o FILE] | diff OLD NEW [-o FILE]"
         )
 
     def short_desc(self) -> str:
-        return "Show or control a urlcheck job (a JOBDIR): status, pause, resume, cancel"
+        return "Show, control or supervise a urlcheck job: status, pause, resume, cancel, run"
 
     def long_desc(self) -> str:
         return (
             "status prints the job's state, progress, rate, ETA, hosts in back-off and last "
             "activity (--json for the same as JSON); pause, resume and cancel ask the crawl "
-            "running the job to do so within a second. Exit codes: docs/jobs.md. "
+            "running the job to do so within a second. run runs the job's crawl and restarts it "
+            "when it dies or goes stuck (options after -- go to `scrapy crawl check`, e.g. "
+            "-- -a csv=urls.csv). Exit codes: docs/jobs.md. "
             "report writes a report of a job directory or results file (-o report.html, "
             "report.md, junit.xml); diff lists the rows that changed between two runs (-o for "
             "JSON lines) and exits 1 when one regressed: docs/reports.md."
@@ -270,16 +316,47 @@ class Command(ScrapyCommand):
         )
         parser.add_argument("--title", help="report: the title (default: urlcheck report)")
 
+        defaults = SuperviseConfig()
+        parser.add_argument(
+            "--max-restarts",
+            type=int,
+            default=defaults.max_restarts,
+            help="run: restarts in a row without progress before giving up "
+            f"(default {defaults.max_restarts})",
+        )
+        parser.add_argument(
+            "--restart-delay",
+            type=float,
+            default=defaults.restart_delay,
+            help="run: seconds before the first restart, doubling up to 5 min "
+            f"(default {defaults.restart_delay:g})",
+        )
+        parser.add_argument(
+            "--stop-grace",
+            type=float,
+            default=defaults.stop_grace,
+            help="run: seconds a stuck crawl gets to stop before it is killed "
+            f"(default {defaults.stop_grace:g})",
+        )
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args and args[0] in REPORT_ACTIONS:
             self.exitcode = self._run_report(args, opts)
             return
-        if len(args) != 2 or args[0] not in ACTIONS:
+        if len(args) < 2 or args[0] not in ACTIONS:
             raise UsageError(f"expected one of {', '.join(ACTIONS)} and a job directory")
         if opts.output or opts.title:
             raise UsageError("-o and --title go with report and diff")
         if opts.json and args[0] != "status":
             raise UsageError("--json goes with status only")
+        if args[0] == "run":
+            extra = args[2:]
+            if extra[:1] == ["--"]:
+                extra = extra[1:]
+            self.exitcode = int(self._run_supervised(Path(args[1]), extra, opts))
+            return
+        if len(args) != 2:
+            raise UsageError(f"{args[0]} takes a job directory only")
         self.exitcode = int(run_job_command(args[0], Path(args[1]), as_json=opts.json))
 
     def _run_report(self, args: list[str], opts: argparse.Namespace) -> int:
@@ -292,3 +369,14 @@ class Command(ScrapyCommand):
                 Path(args[1]), Path(args[2]), opts.output, out=sys.stdout, err=sys.stderr
             )
         raise UsageError("expected: report PATH [-o FILE] or diff OLD NEW [-o FILE]")
+
+    @staticmethod
+    def _run_supervised(jobdir: Path, extra: list[str], opts: argparse.Namespace) -> ExitCode:
+        if opts.max_restarts < 0 or opts.restart_delay < 0 or opts.stop_grace < 0:
+            raise UsageError("--max-restarts, --restart-delay and --stop-grace must be >= 0")
+        config = SuperviseConfig(
+            max_restarts=opts.max_restarts,
+            restart_delay=opts.restart_delay,
+            stop_grace=opts.stop_grace,
+        )
+        return run_supervised(jobdir, list(opts.set or []), extra, config)

@@ -11,9 +11,10 @@ while there is activity or back-off, and when the spider closes. Reference: docs
 from __future__ import annotations
 
 import logging
+import math
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -21,6 +22,7 @@ from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
 from urlcheck import scrapyinternals as internals
+from urlcheck.jobs.done import read_tail
 from urlcheck.jobs.errors import JobError
 from urlcheck.jobs.files import (
     BackoffHost,
@@ -31,7 +33,6 @@ from urlcheck.jobs.files import (
     utc_iso,
 )
 from urlcheck.jobs.progress import Heartbeat, RunRate
-from urlcheck.results import Result
 from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
@@ -59,6 +60,38 @@ async def wait_while_paused(crawler: Crawler) -> None:
         await crawler.signals.wait_for(job_resumed)
 
 
+def effective_settings(crawler: Crawler) -> dict[str, Any]:
+    """The values this run really uses for the settings that shape results and pace, defaults
+    included (meta.json's ``settings``): the parsed config, and Scrapy's own as Scrapy reads
+    them."""
+    config, settings = runtime(crawler).config, crawler.settings
+    check, backoff = config.check, config.backoff
+    return {
+        "URLCHECK_METHOD": check.method,
+        "URLCHECK_MAX_HOPS": check.max_hops,
+        "URLCHECK_FOLLOW_META_REFRESH": check.follow_meta_refresh,
+        "URLCHECK_VERDICT_IGNORE_TRAILING_SLASH": check.ignore_trailing_slash,
+        "URLCHECK_TEMPORARY_REDIRECT": check.temporary_redirect,
+        "URLCHECK_MAX_CHAIN_HOPS": check.max_chain_hops,
+        "URLCHECK_BACKOFF_BASE": backoff.base,
+        "URLCHECK_BACKOFF_MAX": backoff.maximum,
+        "URLCHECK_BACKOFF_RETRIES": backoff.retries,
+        "URLCHECK_BACKOFF_HTTP_CODES": list(backoff.http_codes),
+        "COOKIES_ENABLED": settings.getbool("COOKIES_ENABLED"),
+        "ROBOTSTXT_OBEY": settings.getbool("ROBOTSTXT_OBEY"),
+        "CONCURRENT_REQUESTS": settings.getint("CONCURRENT_REQUESTS"),
+        "CONCURRENT_REQUESTS_PER_DOMAIN": settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"),
+        "DOWNLOAD_DELAY": settings.getfloat("DOWNLOAD_DELAY"),
+        "DOWNLOAD_TIMEOUT": settings.getfloat("DOWNLOAD_TIMEOUT"),
+        "RETRY_TIMES": settings.getint("RETRY_TIMES"),
+        "URLCHECK_JOB_STUCK_AFTER": config.jobs.stuck_after,
+    }
+
+
+def _host_keys(hosts: list[BackoffHost]) -> list[tuple[str, int]]:
+    return [(host.host, host.attempt) for host in hosts]
+
+
 class JobControl:
     def __init__(
         self, crawler: Crawler, jobdir: Path, config: JobControlConfig, *, clock: Clock = time.time
@@ -77,6 +110,9 @@ class JobControl:
         self._last_control: Control | None = None
         self._control_error: str | None = None
         self._cancelling = False
+        self._last_write = -math.inf
+        self._written_hosts: list[BackoffHost] = []
+        self._effective: dict[str, Any] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -105,12 +141,9 @@ class JobControl:
     def activity(self) -> None:
         self._heartbeat.activity(self.clock())
 
-    def item_scraped(self, item: object) -> None:
-        context = self._find_context()
-        if context is None or not isinstance(item, Result):
-            return
-        context.done_rows += 1
-        context.counts.add(item.final_status, item.verdict)
+    def item_scraped(self) -> None:
+        # Counting is done from results.jsonl itself (_catch_up): only the sign of life here.
+        self._find_context()
         self._heartbeat.activity(self.clock())
 
     def spider_closed(self, reason: str) -> None:
@@ -121,6 +154,7 @@ class JobControl:
             logger.debug("Spider closed before it set job_context: %s left as it was", self.jobdir)
             return
         now = self.clock()
+        self._catch_up()
         if reason == "cancelled":
             self.state = JobState.CANCELLED
         elif reason == "finished" and context.done_rows >= context.total_rows:
@@ -159,12 +193,34 @@ class JobControl:
             self._poll_control(now)
             if self.context is None:
                 return
+            if now - self._last_write < self.config.status_interval:
+                return
             hosts = self._backoff_hosts()
-            if self._heartbeat.due(now, backoff=bool(hosts)):
+            heartbeat = self._heartbeat.due(now, backoff=bool(hosts))
+            changed = self._catch_up() or _host_keys(hosts) != _host_keys(self._written_hosts)
+            if changed or heartbeat:
                 self._write(now, hosts)
         except (OSError, JobError):
             # A full disk or a hand-edited file must not stop pause/cancel from working.
             logger.exception("Job %s: could not update the job files", self.jobdir)
+
+    def _catch_up(self) -> bool:
+        """Count what the results pipeline appended since the last call; True if anything.
+
+        The file is the job's truth, so meta.json's counts are its counts, and
+        ``results_bytes`` tells ``scrapy job status`` exactly where to go on after a crash.
+        Costs one read of ~2 s of appended lines, from the page cache.
+        """
+        context = self.context
+        if context is None:
+            return False
+        tail = read_tail(context.results_path, context.results_bytes)
+        context.results_bytes = tail.end
+        if not tail.lines:
+            return False
+        context.done_rows += tail.lines
+        context.counts.merge(tail.counts)
+        return True
 
     def _find_context(self) -> JobContext | None:
         if self.context is None:
@@ -218,9 +274,11 @@ class JobControl:
         meta.counts = context.counts.copy()
         meta.input_path = str(context.input_path)
         meta.input_sha256 = context.input_checksum
-        meta.results_path = str(context.results_path)
+        meta.results_path = str(context.results_path.resolve())
+        meta.results_bytes = context.results_bytes
+        meta.stuck_after = self.config.stuck_after
         meta.user_agent = context.user_agent
-        meta.settings = dict(context.shaping_settings)
+        meta.settings = self._settings(context)
         meta.updated_at = utc_iso(now)
         meta.last_activity_at = utc_iso(self._heartbeat.last_activity)
         meta.rate = self._rate.rate(context.done_rows, now)
@@ -230,10 +288,20 @@ class JobControl:
             meta.finished_at = utc_iso(now) if self.state.terminal else None
         meta.save(self.jobdir)
         self._heartbeat.wrote(now)
+        self._last_write = now
+        self._written_hosts = hosts
         stats = self.crawler.stats
         if stats is not None:
             stats.inc_value("urlcheck/job/meta_writes")
         return meta
+
+    def _settings(self, context: JobContext) -> dict[str, Any]:
+        if self._effective is None:
+            self._effective = effective_settings(self.crawler)
+            for name, value in context.shaping_settings.items():
+                if value is not None:
+                    self._effective.setdefault(name, value)
+        return self._effective
 
     # --- control.json ----------------------------------------------------------------------
 
@@ -300,8 +368,16 @@ class JobControl:
     def _cancel(self, seq: int) -> None:
         self._cancelling = True
         logger.info("Job %s cancelled (control seq %d): closing the spider", self.jobdir, seq)
-        closing = deferred_from_coro(self.crawler.engine.close_spider_async(reason="cancelled"))
+        closing = deferred_from_coro(self._close_cancelled())
         closing.addErrback(self._cancel_failed)
+
+    async def _close_cancelled(self) -> None:
+        # The rows in hand end first (their hop in flight, or a "cancelled" line), so that a
+        # row started is never left without its line.
+        wind_down = runtime(self.crawler).wind_down
+        if wind_down is not None:
+            await wind_down(self.config.cancel_grace)
+        await self.crawler.engine.close_spider_async(reason="cancelled")
 
     def _cancel_failed(self, failure: Failure) -> None:
         logger.error(

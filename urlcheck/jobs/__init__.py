@@ -6,7 +6,7 @@ Scrapy-free: the Scrapy side is :mod:`urlcheck.extensions.jobcontrol` and
 
 from urlcheck.jobs.context import JobContext
 from urlcheck.jobs.counts import Counts, status_class
-from urlcheck.jobs.done import DoneRows, ResultsScan, scan_results
+from urlcheck.jobs.done import DoneRows, ResultsScan, Tail, read_tail, scan_results
 from urlcheck.jobs.errors import (
     InputMismatchError,
     JobError,
@@ -16,8 +16,11 @@ from urlcheck.jobs.errors import (
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
 from urlcheck.jobs.files import Control, ControlAction, JobMeta, JobState, write_control
 from urlcheck.jobs.lock import JobLock, lock_holder
+from urlcheck.jobs.place import default_jobdir
 from urlcheck.jobs.prepare import PreparedJob, check_input, prepare_job
-from urlcheck.jobs.status import JobStatus, derive_status, format_status
+from urlcheck.jobs.recheck import Recheck
+from urlcheck.jobs.status import JobStatus, catch_up, derive_status, format_status
+from urlcheck.jobs.supervise import SuperviseConfig, Supervisor
 
 __all__ = [
     "Control",
@@ -35,13 +38,20 @@ __all__ = [
     "JobState",
     "JobStatus",
     "PreparedJob",
+    "Recheck",
     "ResultsScan",
+    "SuperviseConfig",
+    "Supervisor",
+    "Tail",
+    "catch_up",
     "check_input",
+    "default_jobdir",
     "derive_status",
     "exit_code_for",
     "format_status",
     "lock_holder",
     "prepare_job",
+    "read_tail",
     "scan_results",
     "status_class",
     "write_control",

@@ -23,8 +23,9 @@ def no_paused_hosts() -> Sequence[tuple[str, int, float]]:
 class JobContext:
     """Set as ``spider.job_context`` before the spider's first request.
 
-    ``done_rows`` and ``counts`` start from the results scan; the extension then adds each
-    scraped item. ``total_rows`` may be raised later if the spider learns it late.
+    ``done_rows`` and ``counts`` start from the results scan; the extension then adds what the
+    pipeline appends to the results file past ``results_bytes``. ``total_rows`` may be raised
+    later if the spider learns it late.
     ``paused_hosts`` returns ``(host, attempt, seconds_left)`` for each host in back-off.
     ``lock``, if given, is released by the extension after its last write of meta.json.
     """
@@ -35,6 +36,7 @@ class JobContext:
     input_checksum: str
     total_rows: int
     done_rows: int
+    results_bytes: int = 0  # done_rows and counts cover results.jsonl up to this offset
     counts: Counts = field(default_factory=Counts)
     user_agent: str = ""
     shaping_settings: dict[str, object] = field(default_factory=dict)

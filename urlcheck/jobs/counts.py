@@ -48,6 +48,12 @@ class Counts:
         key = verdict_key(verdict)
         self.by_verdict[key] = self.by_verdict.get(key, 0) + n
 
+    def merge(self, other: Counts) -> None:
+        for key, n in other.by_status.items():
+            self.by_status[key] = self.by_status.get(key, 0) + n
+        for key, n in other.by_verdict.items():
+            self.by_verdict[key] = self.by_verdict.get(key, 0) + n
+
     def total(self) -> int:
         return sum(self.by_status.values())
 

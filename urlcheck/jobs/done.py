@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+from array import array
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -287,3 +288,62 @@ def _verdict_value(raw: bytes | str | None) -> str | None:
     if isinstance(raw, bytes):
         return None if raw == b"null" else raw[1:-1].decode("ascii")
     return raw
+
+
+@dataclass
+class Tail:
+    """What a results file holds from ``start`` on: its whole lines only, never repaired."""
+
+    start: int
+    end: int  # offset just after the last whole line read
+    lines: int = 0
+    counts: Counts = field(default_factory=Counts)
+
+
+def read_tail(path: Path | str, start: int = 0) -> Tail:
+    """Count the whole lines of ``path`` from byte ``start`` (a line start) to its end.
+
+    The running crawl calls this every couple of seconds on what it appended since, and
+    ``scrapy job status`` on what a crashed crawl appended after its last meta.json write, so
+    the counts shown are those of the file itself. Read-only; a line still being written (no
+    newline yet) is left for the next call.
+    """
+    tail = Tail(start, start)
+    pairs: defaultdict[tuple[bytes | int | None, bytes | str | None], int] = defaultdict(int)
+    try:
+        with Path(path).open("rb", buffering=_CHUNK) as src:
+            src.seek(start)
+            for line in src:
+                if not line.endswith(b"\n"):
+                    break
+                tail.end += len(line)
+                key = read_key(line)
+                if key is not None:
+                    pairs[key[1], key[2]] += 1
+    except FileNotFoundError:
+        return tail
+    tail.lines = sum(pairs.values())
+    tail.counts = _counts(pairs)
+    return tail
+
+
+def row_offsets(path: Path) -> tuple[array[int], array[int]]:
+    """(row, byte offset) of every readable line of a results file, in file order; compact
+    arrays (16 bytes a row), for reading the file back in row order."""
+    rows, offsets = array("q"), array("q")
+    offset = 0
+    with path.open("rb", buffering=_CHUNK) as src:
+        for line in src:
+            if not line.endswith(b"\n"):
+                break
+            m = ROW_RE.match(line)
+            if m is not None:
+                row = int(m[1])
+            else:
+                key = read_key(line)
+                row = key[0] if key is not None else 0
+            if row > 0:
+                rows.append(row)
+                offsets.append(offset)
+            offset += len(line)
+    return rows, offsets

@@ -35,6 +35,8 @@ class InputMismatchError(JobError):
         self.actual = actual
         super().__init__(
             f"{input_path} is not the CSV job {jobdir} was started with (sha256 {actual[:12]}..., "
-            f"the job expects {expected[:12]}...); nothing was changed. Resume with the original "
-            "file, or use a new JOBDIR for the new one"
+            f"the job expects {expected[:12]}...); nothing was changed. To go on with the job's "
+            f"own copy of its CSV, leave out -a csv (--jobdir {jobdir}); to check the edited "
+            f"file, cancel the job first (scrapy job cancel {jobdir}: the next run starts "
+            "afresh from the new file) or use another --jobdir"
         )

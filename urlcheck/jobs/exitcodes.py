@@ -18,6 +18,7 @@ class ExitCode(IntEnum):
     LOCKED = 6  # another process is running this job
     NOT_RUNNING = 7  # `scrapy job pause|resume`: no crawl is running this job
     ROWS_MISSING = 8  # finished, but rows fed to the crawl have no result line (a bug: see log)
+    GAVE_UP = 9  # `scrapy job run`: the crawl kept dying or getting stuck without progress
 
 
 def exit_code_for(meta: JobMeta) -> ExitCode:

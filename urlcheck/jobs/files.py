@@ -27,7 +27,10 @@ if TYPE_CHECKING:
 META_FILE = "meta.json"
 CONTROL_FILE = "control.json"
 RESULTS_FILE = "results.jsonl"
+INPUT_COPY = "input.csv"
 META_VERSION = 1
+# A processing job with no sign of life for this long reads as stuck (URLCHECK_JOB_STUCK_AFTER).
+STUCK_AFTER_DEFAULT = 180.0
 
 
 def utc_iso(seconds: float) -> str:
@@ -147,6 +150,9 @@ class JobMeta:
     user_agent: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
     results_path: str = ""
+    results_bytes: int = 0  # the counts above cover results.jsonl up to this offset
+    input_copy: str = ""  # the job's own copy of the CSV, relative to the job directory
+    stuck_after: float = STUCK_AFTER_DEFAULT
     rate: float | None = None
     backoff_hosts: list[BackoffHost] = field(default_factory=list)
 
@@ -168,6 +174,9 @@ class JobMeta:
             "user_agent": self.user_agent,
             "settings": self.settings,
             "results_path": self.results_path,
+            "results_bytes": self.results_bytes,
+            "input_copy": self.input_copy,
+            "stuck_after": self.stuck_after,
             "rate": self.rate,
             "backoff_hosts": [host.to_dict() for host in self.backoff_hosts],
         }
@@ -189,6 +198,9 @@ class JobMeta:
         counts = data.get("counts", {})
         if not isinstance(counts, Mapping):
             raise ValueError("counts must be an object")
+        stuck_after = data.get("stuck_after", STUCK_AFTER_DEFAULT)
+        if not isinstance(stuck_after, int | float) or isinstance(stuck_after, bool):
+            raise ValueError("stuck_after must be a number")
         return cls(
             state=JobState(data.get("state", JobState.PENDING.value)),
             total_rows=_int(data, "total_rows"),
@@ -205,6 +217,9 @@ class JobMeta:
             user_agent=_opt_str(data, "user_agent") or "",
             settings=dict(settings),
             results_path=_opt_str(data, "results_path") or "",
+            results_bytes=_int(data, "results_bytes"),
+            input_copy=_opt_str(data, "input_copy") or "",
+            stuck_after=float(stuck_after),
             rate=None if rate is None else float(rate),
             backoff_hosts=[
                 BackoffHost(str(h["host"]), int(h["attempt"]), float(h["seconds_left"]))

@@ -1,6 +1,9 @@
 """Before a run: decide between a new job, a resume and a fresh run, and read what is done.
 
 - No meta.json: a new job (results.jsonl, if someone left one there, still counts as done).
+- Every job keeps its own copy of the CSV (``input.csv``): the run reads that copy, so the job
+  can be resumed, or re-checked, from its directory alone, on any machine, whatever happens
+  to the original file.
 - An unfinished job (pending, processing, paused; also after a crash): resumed, but only with
   the CSV it was started with (same sha256), else :class:`InputMismatchError` before anything
   is touched.
@@ -10,7 +13,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,13 +26,16 @@ from urlcheck.jobs.context import JobContext, PausedHosts, no_paused_hosts
 from urlcheck.jobs.done import ResultsScan, dropped_path, scan_results
 from urlcheck.jobs.errors import InputMismatchError
 from urlcheck.jobs.files import (
+    INPUT_COPY,
     META_FILE,
     RESULTS_FILE,
     JobMeta,
+    fsync_dir,
     parse_utc_iso,
     sha256_file,
     utc_iso,
 )
+from urlcheck.jobs.recheck import Recheck, rechecked_path, take_out
 
 if TYPE_CHECKING:
     from urlcheck.clock import Clock
@@ -60,10 +68,11 @@ class PreparedJob:
         return JobContext(
             jobdir=self.jobdir,
             results_path=self.results_path,
-            input_path=self.input_path,
+            input_path=Path(self.meta.input_path or self.input_path),
             input_checksum=self.input_checksum,
             total_rows=total_rows,
             done_rows=len(self.scan.done),
+            results_bytes=self.meta.results_bytes,
             counts=self.scan.counts.copy(),
             user_agent=user_agent,
             shaping_settings=dict(shaping_settings or {}),
@@ -72,19 +81,59 @@ class PreparedJob:
         )
 
 
-def check_input(jobdir: Path, input_path: Path) -> tuple[JobMeta | None, str]:
+def input_copy(jobdir: Path) -> Path:
+    return jobdir / INPUT_COPY
+
+
+def _is_copy(jobdir: Path, input_path: Path) -> bool:
+    return input_path.resolve() == input_copy(jobdir).resolve()
+
+
+def check_input(
+    jobdir: Path, input_path: Path, *, recheck: bool = False
+) -> tuple[JobMeta | None, str]:
     """The job's meta (None for a new job) and the CSV's sha256; raises InputMismatchError
-    when an unfinished job was started with different content. Reads only."""
+    when an unfinished job (any job, for a re-check) was started with different content.
+    Reads only."""
     meta = JobMeta.load(jobdir) if (jobdir / META_FILE).exists() else None
+    if meta is not None and meta.input_sha256 and _is_copy(jobdir, input_path):
+        return meta, meta.input_sha256  # the job's own copy: its checksum is the job's
     checksum = sha256_file(input_path)
     if (
         meta is not None
-        and not meta.state.terminal
+        and (recheck or not meta.state.terminal)
         and meta.input_sha256
         and meta.input_sha256 != checksum
     ):
         raise InputMismatchError(jobdir, input_path, meta.input_sha256, checksum)
     return meta, checksum
+
+
+def keep_input(jobdir: Path, input_path: Path, checksum: str, *, known: str = "") -> Path:
+    """The job's copy of the CSV, made (atomically) unless it already holds ``checksum``
+    (``known``: the checksum meta.json recorded for the copy, trusted to spare a read)."""
+    copy = input_copy(jobdir)
+    if _is_copy(jobdir, input_path):
+        return copy
+    if copy.exists() and (known or sha256_file(copy)) == checksum:
+        return copy
+    tmp = copy.with_name(f".{copy.name}.{os.getpid()}.tmp")
+    digest = hashlib.sha256()
+    try:
+        with input_path.open("rb") as src, tmp.open("wb") as out:
+            while chunk := src.read(1 << 20):
+                digest.update(chunk)
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        if digest.hexdigest() != checksum:
+            raise OSError(f"{input_path} changed while it was being copied into {jobdir}")
+        tmp.replace(copy)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(jobdir)
+    return copy
 
 
 def _stamp(meta: JobMeta, now: float) -> str:
@@ -135,6 +184,7 @@ def prepare_job(
     results_path: Path | str | None = None,
     *,
     max_row: int | None = None,
+    recheck: Recheck | None = None,
     clock: Clock = time.time,
 ) -> PreparedJob:
     """Get the job directory ready for a run and return what is already done.
@@ -142,15 +192,24 @@ def prepare_job(
     The caller must hold the job's :class:`~urlcheck.jobs.lock.JobLock`, and nothing may have
     opened the results file for appending yet (the scan may rewrite it). ``max_row``, when the
     CSV's row count is known, makes lines with larger row numbers count as malformed.
+    ``recheck`` takes the rows it matches out of the results first, so this run checks them
+    again; a finished job is then resumed rather than started afresh.
     """
     jobdir, input_path = Path(jobdir), Path(input_path).resolve()
     results = Path(results_path) if results_path is not None else jobdir / RESULTS_FILE
     jobdir.mkdir(parents=True, exist_ok=True)
-    previous, checksum = check_input(jobdir, input_path)
+    previous, checksum = check_input(jobdir, input_path, recheck=recheck is not None)
+    known = previous.input_sha256 if previous is not None and previous.input_copy else ""
     now = clock()
     archived: list[Path] = []
-    if previous is not None and previous.state.terminal:
+    if previous is not None and previous.state.terminal and recheck is None:
         archived = archive_run(jobdir, results, previous, now)
+        copy = input_copy(jobdir)
+        if copy.exists() and previous.input_sha256 != checksum:  # a new CSV for this run
+            target = free_name(copy, _stamp(previous, now))
+            copy.rename(target)
+            archived.append(target)
+            known = ""
         logger.info(
             "Job %s was %s: starting a fresh run; the previous run is kept as %s",
             jobdir,
@@ -159,6 +218,18 @@ def prepare_job(
         )
         previous = None
     fresh = previous is None
+    if recheck is not None and not fresh:
+        taken = take_out(results, recheck)
+        logger.info(
+            "Re-checking %d rows of job %s (recheck=%s: %s); their previous lines are kept in %s",
+            sum(taken.values()),
+            jobdir,
+            recheck,
+            ", ".join(f"{t} {taken[t]}" for t in recheck.terms if taken[t]) or "none matched",
+            rechecked_path(results),
+        )
+        if not taken:
+            logger.warning("recheck=%s matched no row of job %s", recheck, jobdir)
     scan = scan_results(results, max_row=max_row)
     if fresh:
         if len(scan.done):
@@ -173,11 +244,15 @@ def prepare_job(
     else:
         assert previous is not None
         meta = previous
-    meta.input_path = str(input_path)
+    copy = keep_input(jobdir, input_path, checksum, known=known)
+    if not _is_copy(jobdir, input_path) or not meta.input_path:
+        meta.input_path = str(input_path)
+    meta.input_copy = copy.name
     meta.input_sha256 = checksum
     meta.results_path = str(results.resolve())
     meta.done_rows = len(scan.done)
     meta.counts = scan.counts.copy()
+    meta.results_bytes = results.stat().st_size if results.exists() else 0
     meta.updated_at = utc_iso(now)
     meta.save(jobdir)
     if not fresh:
@@ -185,7 +260,7 @@ def prepare_job(
     return PreparedJob(
         jobdir=jobdir,
         results_path=results,
-        input_path=input_path,
+        input_path=copy,
         input_checksum=checksum,
         meta=meta,
         scan=scan,

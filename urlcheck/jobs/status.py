@@ -1,21 +1,77 @@
-"""What ``scrapy job status`` shows, derived from meta.json and a clock.
+"""What ``scrapy job status`` shows, derived from meta.json, results.jsonl and a clock.
 
-``stuck`` is derived here and never stored: a job is stuck when it says ``processing`` but has
-shown no activity for :data:`STUCK_AFTER_SECONDS`. The crawl's heartbeat refreshes
+The running crawl rewrites meta.json's counts at most every 2 s; :func:`catch_up` adds what
+results.jsonl holds beyond the offset meta.json recorded, so the status is exact even after a
+``kill -9``. ``stuck`` is derived here and never stored: a job is stuck when it says
+``processing`` but has shown no activity for ``stuck_after`` seconds (meta.json's, from
+``URLCHECK_JOB_STUCK_AFTER``). The crawl's heartbeat refreshes
 ``last_activity_at`` at least every 30 s while requests complete or a host is in back-off, so a
 long back-off never reads as stuck; a crashed or hung crawl does.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from urlcheck.jobs.counts import Counts
-from urlcheck.jobs.files import BackoffHost, JobMeta, JobState, parse_utc_iso
+from urlcheck.jobs.done import read_tail, scan_results
+from urlcheck.jobs.files import (
+    RESULTS_FILE,
+    STUCK_AFTER_DEFAULT,
+    BackoffHost,
+    JobMeta,
+    JobState,
+    parse_utc_iso,
+    utc_iso,
+)
 
-STUCK_AFTER_SECONDS = 180.0
+STUCK_AFTER_SECONDS = STUCK_AFTER_DEFAULT
+
+
+def catch_up(meta: JobMeta, jobdir: Path | None = None) -> JobMeta:
+    """``meta`` with its counts brought up to what its results file holds now.
+
+    Reads only the lines past ``meta.results_bytes`` (at most ~2 s of crawling while a crawl
+    runs; what a crashed crawl wrote after its last meta.json write otherwise). A file shorter
+    than that offset was replaced behind meta.json's back: it is counted whole, read-only.
+    A job directory moved elsewhere (``jobdir``) has its results.jsonl in it.
+    """
+    if not meta.results_path:
+        return meta
+    path = Path(meta.results_path)
+    if jobdir is not None and not path.exists() and path.name == RESULTS_FILE:
+        path = jobdir / RESULTS_FILE
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return meta
+    if size == meta.results_bytes:
+        return meta
+    caught = copy.deepcopy(meta)
+    if size < meta.results_bytes:
+        scan = scan_results(path, repair=False)
+        caught.done_rows, caught.counts = scan.lines, scan.counts
+        caught.results_bytes = size - scan.repaired_bytes
+        return caught
+    tail = read_tail(path, meta.results_bytes)
+    caught.done_rows += tail.lines
+    caught.counts.merge(tail.counts)
+    caught.results_bytes = tail.end
+    if tail.lines:  # the last line written is the latest sign of life
+        written = utc_iso(path.stat().st_mtime)
+        if caught.last_activity_at is None or _later(written, caught.last_activity_at):
+            caught.last_activity_at = written
+    return caught
+
+
+def _later(a: str, b: str) -> bool:
+    try:
+        return parse_utc_iso(a) > parse_utc_iso(b)
+    except ValueError:
+        return True
 
 
 def format_duration(seconds: float) -> str:
@@ -100,9 +156,12 @@ def derive_status(
     now: float,
     jobdir: Path | str = "",
     holder_pid: int | None = None,
-    stuck_after: float = STUCK_AFTER_SECONDS,
+    stuck_after: float | None = None,
 ) -> JobStatus:
-    """The status shown to users at time ``now`` (seconds since the epoch)."""
+    """The status shown to users at time ``now`` (seconds since the epoch); ``stuck_after``
+    defaults to the threshold the crawl recorded in meta.json."""
+    if stuck_after is None:
+        stuck_after = meta.stuck_after
     activity = meta.last_activity_at or meta.started_at or meta.updated_at
     since = _seconds_since(activity, now)
     stuck = meta.state is JobState.PROCESSING and (since is None or since > stuck_after)

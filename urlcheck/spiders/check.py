@@ -70,6 +70,7 @@ class CheckSpider(Spider):
             raise ValueError("the check spider needs the input file: -a csv=PATH")
         self.csv_path = Path(csv)
         self.out = Path(out) if out else None
+        self._closed_rows = set()
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -83,6 +84,7 @@ class CheckSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.runtime = runtime(crawler)
+        spider.runtime.wind_down = spider.wind_down
         config = spider.runtime.config.check
         spider.method = config.method
         spider.chain_rules = ChainRules(
@@ -112,8 +114,11 @@ class CheckSpider(Spider):
     async def start(self) -> AsyncIterator[Any]:
         rt = self.runtime
         try:
-            source = CsvSource(self.csv_path)
-            results = rt.results = plan_results(self.crawler.settings, self.out, self.csv_path)
+            results = rt.results = plan_results(
+                self.crawler.settings, self.out, self.csv_path, rt.config.recheck
+            )
+            # A job reads its own copy of the CSV (docs/jobs.md, "The job's input").
+            source = CsvSource(results.input_path or self.csv_path)
         except (InputError, JobError) as exc:
             logger.error("%s", exc)
             raise CloseSpider("input_error") from None
@@ -348,8 +353,10 @@ class CheckSpider(Spider):
         retries: int = meta[m.RETRIES] + meta.get("retry_times", 0)
         return retries
 
-    def parse_hop(self, response: Response) -> Request | Result:
+    def parse_hop(self, response: Response) -> Request | Result | None:
         meta = response.meta
+        if meta[m.TASK].row in self._closed_rows:
+            return None  # a cancel already gave this row its line
         latency = meta.get("download_latency")
         answer = Answer(
             url=response.url,
@@ -364,8 +371,11 @@ class CheckSpider(Spider):
         step = self.chain_rules.on_answer(meta[m.TASK], chain, answer)
         return self._next(response, chain, step)
 
-    def hop_failed(self, failure: Failure) -> Result:
+    def hop_failed(self, failure: Failure) -> Result | None:
         request: Request = failure.request  # type: ignore[attr-defined]
+        if request.meta[m.TASK].row in self._closed_rows:
+            return None  # a cancel already gave this row its line
+        kind, message = classify_failure(failure)
         chain: list[Hop] = [*request.meta[m.CHAIN]]
         try:
             kind, message = classify_failure(failure)
@@ -410,3 +420,37 @@ class CheckSpider(Spider):
         )
         self._row_finished(task)
         return result
+
+    # --- cancel (docs/jobs.md, "cancel") --------------------------------------------------------
+
+    _closed_rows: set[int]  # rows a cancel ended; a late answer for them is dropped
+
+    async def wind_down(self, grace: float) -> None:
+        """A cancel: no new row starts; rows in hand finish the hop in flight (up to ``grace``
+        seconds); those still open then get their line, ``error: "cancelled"`` with the chain so
+        far. Rows whose first request never left the queue get none (they were not started)."""
+        engine = self.crawler.engine
+        if not engine.paused:
+            engine.pause()  # the scheduler is drained no more; downloads in flight go on
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while internals.requests_in_downloader(engine.downloader) and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        # By row: a retry is a copy of the request the row last made.
+        in_flight = {
+            request.meta[m.TASK].row
+            for request in internals.requests_in_downloader(engine.downloader)
+            if m.TASK in request.meta
+        }
+        message = "the job was cancelled before this row's chain ended"
+        # The ledger's open rows, each with its latest request (whose meta holds the chain).
+        for row, request in sorted(self.ledger.open_tasks().items()):
+            chain: list[Hop] = [*request.meta[m.CHAIN]]
+            if row in in_flight:
+                end = self.chain_rules.on_failure(chain, request.url, "cancelled", message)
+            elif chain:
+                end = Finish(error="cancelled", error_message=message)
+            else:
+                continue  # never started
+            self._closed_rows.add(row)
+            await internals.process_item(self.crawler, self._finish(request, chain, end))

@@ -1,0 +1,20 @@
+"""Where a job lives when the user does not say: ``.urlcheck/jobs/<csv stem>-<hash>/`` under the
+current directory, the hash being of the CSV's absolute path, so that the same command run
+again finds the same job and two CSVs of the same name never share one."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+JOBS_HOME = Path(".urlcheck") / "jobs"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def default_jobdir(csv: Path | str, cwd: Path | None = None) -> Path:
+    """The job directory a run on ``csv`` uses by default (relative to ``cwd``)."""
+    path = Path(csv).resolve()
+    digest = hashlib.sha256(str(path).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    stem = _UNSAFE.sub("_", path.stem).strip("._") or "input"
+    return (cwd or Path.cwd()) / JOBS_HOME / f"{stem[:60]}-{digest}"
