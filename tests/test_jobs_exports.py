@@ -8,11 +8,12 @@ import csv as csvmodule
 import json
 import signal
 from typing import TYPE_CHECKING
+from xml.etree import ElementTree
 
 import pytest
 
 from tests.test_jobs_default import Run, wait_lines
-from tests.test_jobs_e2e import assert_exact, make_csv, read_results
+from tests.test_jobs_e2e import assert_exact, make_csv, read_results, row_url, write_rows
 from urlcheck.jobs.exitcodes import ExitCode
 
 if TYPE_CHECKING:
@@ -35,8 +36,14 @@ def test_exports_of_a_job_cover_every_row_once_across_runs(
     rows = 90
     work = tmp_path / "work"
     work.mkdir()
-    make_csv(work / "urls.csv", site, "export", rows)
+    urls = [
+        row_url(site, "export", row, "/chain/2" if row % 7 == 0 else "/delay/0.2")
+        for row in range(1, rows + 1)
+    ]
+    expected = [url.replace("/chain/2?", "/chain/0?") for url in urls]  # every row passes
+    write_rows(work / "urls.csv", urls, expected)
     args = ("-a", "csv=urls.csv", "--jobdir", "job", "-o", "out.csv", "-o", "out.jsonl")
+    args += ("-o", "junit.xml:junit")
     results = work / "job" / "results.jsonl"
 
     first = Run(work, *args)
@@ -58,6 +65,11 @@ def test_exports_of_a_job_cover_every_row_once_across_runs(
     lines = (work / "out.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["row"] for line in lines] == list(range(1, rows + 1))
     assert "Exporting 90 rows of the job" in second.stderr()
+    # The reports' formats go through the same machinery: one testcase per row of the job.
+    junit = ElementTree.parse(work / "junit.xml").getroot()
+    cases = junit.findall(".//testcase")
+    assert len(cases) == rows, ElementTree.tostring(junit)[:500]
+    assert not junit.findall(".//failure")
 
 
 def test_without_a_job_the_export_is_scrapys_streaming_one(
