@@ -205,3 +205,13 @@ def test_catch_up_recounts_a_file_replaced_behind_meta_json(tmp_path: Path) -> N
     moved = JobMeta(results_path="/nonexistent/job/results.jsonl", done_rows=0)
     assert catch_up(moved, tmp_path).done_rows == 1  # the job directory moved: its own file
     assert catch_up(moved).done_rows == 0
+
+
+def test_a_meta_json_from_before_results_bytes_is_not_caught_up(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    results.write_bytes(_line(1, 200) + _line(2, 200))
+    data = JobMeta(results_path=str(results), done_rows=2).to_dict()
+    del data["results_bytes"]  # as an older urlcheck wrote it: its counts are the file's
+    old = JobMeta.from_dict(data)
+    assert old.results_bytes is None
+    assert catch_up(old).done_rows == 2

@@ -150,7 +150,9 @@ class JobMeta:
     user_agent: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
     results_path: str = ""
-    results_bytes: int = 0  # the counts above cover results.jsonl up to this offset
+    # The counts above cover results.jsonl up to this offset; None in a meta.json written
+    # before the offset was recorded (its counts cannot be caught up).
+    results_bytes: int | None = 0
     input_copy: str = ""  # the job's own copy of the CSV, relative to the job directory
     stuck_after: float = STUCK_AFTER_DEFAULT
     rate: float | None = None
@@ -217,7 +219,7 @@ class JobMeta:
             user_agent=_opt_str(data, "user_agent") or "",
             settings=dict(settings),
             results_path=_opt_str(data, "results_path") or "",
-            results_bytes=_int(data, "results_bytes"),
+            results_bytes=_int(data, "results_bytes") if "results_bytes" in data else None,
             input_copy=_opt_str(data, "input_copy") or "",
             stuck_after=float(stuck_after),
             rate=None if rate is None else float(rate),

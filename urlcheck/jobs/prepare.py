@@ -72,7 +72,7 @@ class PreparedJob:
             input_checksum=self.input_checksum,
             total_rows=total_rows,
             done_rows=len(self.scan.done),
-            results_bytes=self.meta.results_bytes,
+            results_bytes=self.meta.results_bytes or 0,
             counts=self.scan.counts.copy(),
             user_agent=user_agent,
             shaping_settings=dict(shaping_settings or {}),

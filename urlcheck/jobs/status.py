@@ -39,7 +39,7 @@ def catch_up(meta: JobMeta, jobdir: Path | None = None) -> JobMeta:
     than that offset was replaced behind meta.json's back: it is counted whole, read-only.
     A job directory moved elsewhere (``jobdir``) has its results.jsonl in it.
     """
-    if not meta.results_path:
+    if not meta.results_path or meta.results_bytes is None:
         return meta
     path = Path(meta.results_path)
     if jobdir is not None and not path.exists() and path.name == RESULTS_FILE:
