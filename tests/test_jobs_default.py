@@ -168,3 +168,15 @@ def test_a_job_resumes_from_its_own_directory_alone(tmp_path: Path, site: SiteSe
     missing = Run(elsewhere, "--jobdir", "nothing-here")
     assert missing.wait() == ExitCode.INPUT_ERROR
     assert "keeps its own copy" in missing.stderr()
+
+
+def test_a_job_directory_that_cannot_be_made_is_one_line(tmp_path: Path, site: SiteServer) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    make_csv(work / "urls.csv", site, "nodir", 3)
+    (work / "afile").write_text("not a directory")
+    run = Run(work, "-a", "csv=urls.csv", "--jobdir", "afile/job")
+    assert run.wait() == ExitCode.INPUT_ERROR
+    [line] = [x for x in run.stderr().splitlines() if x.startswith("urlcheck: ")]
+    assert "cannot create the job directory afile/job" in line and "--no-job" in line
+    assert "Traceback" not in run.stderr()

@@ -68,7 +68,14 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
     if jobdir is None:
         return None
     settings.set("JOBDIR", str(jobdir), priority="cmdline")
-    jobdir.mkdir(parents=True, exist_ok=True)
+    try:
+        jobdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PreflightError(
+            f"cannot create the job directory {jobdir}: {exc.strerror} (--jobdir chooses "
+            "another, --no-job runs without one)",
+            ExitCode.INPUT_ERROR,
+        ) from None
     lock = JobLock(jobdir)
     try:
         lock.acquire()

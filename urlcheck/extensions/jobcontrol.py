@@ -177,11 +177,12 @@ class JobControl:
         if stats is not None:
             stats.set_value("urlcheck/job/state", self.state.value)
         logger.info(
-            "Job %s %s: %d/%d rows done",
+            "Job %s %s: %d/%d rows done; results in %s",
             self.jobdir,
             self.state.value,
             meta.done_rows,
             meta.total_rows,
+            context.results_path,
         )
 
     # --- the tick --------------------------------------------------------------------------

@@ -255,7 +255,9 @@ def prepare_job(
     meta.results_bytes = results.stat().st_size if results.exists() else 0
     meta.updated_at = utc_iso(now)
     meta.save(jobdir)
-    if not fresh:
+    if fresh:
+        logger.info("Job %s: results in %s", jobdir, results)
+    else:
         logger.info("Resuming job %s: %d rows already done (%s)", jobdir, meta.done_rows, results)
     return PreparedJob(
         jobdir=jobdir,
