@@ -42,7 +42,8 @@ def test_exports_of_a_job_cover_every_row_once_across_runs(
     ]
     expected = [url.replace("/chain/2?", "/chain/0?") for url in urls]  # every row passes
     write_rows(work / "urls.csv", urls, expected)
-    args = ("-a", "csv=urls.csv", "--jobdir", "job", "-o", "out.csv", "-o", "out.jsonl")
+    args: tuple[str, ...] = ("-a", "csv=urls.csv", "--jobdir", "job", "-o", "out.csv")
+    args += ("-o", "out.jsonl")
     args += ("-o", "junit.xml:junit")
     results = work / "job" / "results.jsonl"
 

@@ -37,7 +37,7 @@ host, hosts in parallel). One JSON line per URL goes to results.jsonl."""
 EXAMPLES = """\
 examples:
   urlcheck demo                                   # a bundled site on 127.0.0.1, no internet
-  urlcheck check urls.csv                         # results.jsonl in this directory
+  urlcheck check urls.csv                         # a job in .urlcheck/jobs/urls-<hash>/
   urlcheck check urls.csv --jobdir jobs/site      # a job: Ctrl-C, then the same command resumes
   urlcheck check urls.csv -o check.csv            # also a spreadsheet
   urlcheck check urls.csv -s URLCHECK_METHOD=HEAD # any setting: docs/settings.md
@@ -111,12 +111,13 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out",
         metavar="FILE",
-        help="the results file (default: results.jsonl in DIR with --jobdir, else here)",
+        help="the results file (default: results.jsonl in the job directory; with --no-job, here)",
     )
     parser.add_argument(
         "--jobdir",
         metavar="DIR",
-        help="run as a resumable job in DIR (docs/jobs.md); the same command resumes it",
+        help="the job's directory (default: .urlcheck/jobs/<csv name>-<hash>/; --no-job: "
+        "none); the same command resumes it (docs/jobs.md)",
     )
     parser.add_argument(
         "-o",
