@@ -137,7 +137,8 @@ def test_check_arguments_become_scrapy_crawl_arguments() -> None:
         "-O", "over.json",
     ]  # fmt: skip
     with pytest.raises(SystemExit):
-        check_argv(["--out", "r.jsonl"])  # no CSV
+        check_argv(["--out", "r.jsonl"])  # no CSV and no job to resume
+    assert check_argv(["--jobdir", "j"]) == ["crawl", "check", "-s", "JOBDIR=j"]
 
 
 def test_check_from_any_directory_keeps_the_exit_codes(site: SiteServer, tmp_path: Path) -> None:
@@ -229,3 +230,19 @@ def test_urlcheck_demo_runs_from_any_directory(tmp_path: Path) -> None:
         "new.localhost",
         "busy.localhost",
     }
+
+
+def test_check_resumes_a_job_from_its_directory_alone(site: SiteServer, tmp_path: Path) -> None:
+    ok, moved = site.url("127.0.0.7", "/ok"), site.url("127.0.0.7", "/redirect/302?to=/ok")
+    (tmp_path / "urls.csv").write_text(f"url,expected\n{ok},\n{moved},{ok}\n", encoding="utf-8")
+    fast = ["-s", "DOWNLOAD_DELAY=0", "-s", "AUTOTHROTTLE_ENABLED=False", "-L", "WARNING"]
+    first = urlcheck("check", "urls.csv", "--jobdir", "job", *fast, cwd=tmp_path)
+    assert first.returncode == 3, first.stderr[-2000:]
+    (tmp_path / "urls.csv").unlink()  # the job keeps its own copy of the input
+    again = urlcheck("check", "--jobdir", "job", *fast, cwd=tmp_path)
+    assert again.returncode == 3, again.stderr[-2000:]
+    rows = read_jsonl(tmp_path / "job" / "results.jsonl")
+    assert sorted((r["row"], r["verdict"]) for r in rows) == [(1, None), (2, "fail")]
+    missing = urlcheck("check", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "name the CSV to check, or --jobdir DIR" in missing.stderr

@@ -98,7 +98,7 @@ def _main_help(commands: dict[str, ScrapyCommand]) -> str:
 def _check_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="urlcheck check",
-        usage="urlcheck check CSV [--out FILE] [--jobdir DIR] [-o FILE] [-s NAME=VALUE] ...",
+        usage="urlcheck check [CSV] [--out FILE] [--jobdir DIR] [-o FILE] [-s NAME=VALUE] ...",
         description=_wrap(
             "Check every URL of CSV: status, redirect chain, final URL and, where the CSV gives "
             "an expected target, a pass/fail verdict. The same as `scrapy crawl check -a "
@@ -107,7 +107,13 @@ def _check_parser() -> argparse.ArgumentParser:
         epilog=CHECK_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("csv", metavar="CSV", help="the CSV of URLs (docs/csv-input.md)")
+    parser.add_argument(
+        "csv",
+        metavar="CSV",
+        nargs="?",
+        help="the CSV of URLs (docs/csv-input.md); may be left out with --jobdir of an existing "
+        "job, which resumes from the job's own copy",
+    )
     parser.add_argument(
         "--out",
         metavar="FILE",
@@ -151,8 +157,11 @@ def _check_parser() -> argparse.ArgumentParser:
 def check_argv(args: Sequence[str]) -> list[str]:
     """``urlcheck check ...`` as the ``scrapy crawl check ...`` arguments it stands for."""
     # Options of `scrapy crawl` not named here (-O, --nolog...) pass through as they are.
-    opts, passthrough = _check_parser().parse_known_args(args)
-    argv = ["crawl", "check", "-a", f"csv={opts.csv}"]
+    parser = _check_parser()
+    opts, passthrough = parser.parse_known_args(args)
+    if opts.csv is None and not opts.jobdir:
+        parser.error("name the CSV to check, or --jobdir DIR of a job to resume")
+    argv = ["crawl", "check"] + ([] if opts.csv is None else ["-a", f"csv={opts.csv}"])
     if opts.out:
         argv += ["-a", f"out={opts.out}"]
     if opts.jobdir:
