@@ -301,3 +301,36 @@ def test_hosts_json_is_merged_across_runs(tmp_path):
         "b.test": {"delay": 0.3, "too_fast": 0, "unavailable": {"rows": 2}},
     }
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_hosts_json_adds_up_back_off_time_over_the_runs_of_a_job(tmp_path):
+    import json
+
+    from urlcheck.extensions.hostreport import write_hosts
+
+    write_hosts(tmp_path, {"a.test": {"delay": 0.6, "too_fast": 2, "backoff_seconds": 0.6}})
+    write_hosts(tmp_path, {"a.test": {"delay": 0.3, "too_fast": 1, "backoff_seconds": 0.2}})
+    write_hosts(tmp_path, {"b.test": {"delay": 0.3, "too_fast": 0, "backoff_seconds": 0.4}})
+    hosts = json.loads((tmp_path / "hosts.json").read_text())["hosts"]
+    assert hosts["a.test"] == {"delay": 0.3, "too_fast": 1, "backoff_seconds": 0.8}
+    assert hosts["b.test"]["backoff_seconds"] == 0.4
+
+
+def test_time_paused_counts_overlapping_pauses_once_and_stops_when_resumed():
+    clock = FakeClock()
+    backoff = HostBackoff(BackoffConfig(base=10.0), clock)
+    assert backoff.paused_seconds() == {}
+    backoff.pause("a.test", attempt=1)  # 10 s
+    clock.now += 4
+    assert backoff.paused_seconds() == {"a.test": 4}  # a pause still running counts up to now
+    backoff.pause("a.test", attempt=2)  # 20 s from now: 14 s more than the first one asked
+    backoff.pause("a.test", attempt=1)  # inside the longer pause: nothing more
+    clock.now += 30
+    assert backoff.paused_seconds() == {"a.test": 24}
+    backoff.pause("a.test", attempt=1)
+    backoff.pause("b.test", attempt=3)  # 40 s
+    clock.now += 5
+    backoff.resume("b.test")  # given up on after 5 s: the rest of its pause never happened
+    clock.now += 100
+    assert backoff.paused_seconds() == {"a.test": 34, "b.test": 5}
+    assert not backoff.is_paused("a.test") and not backoff.is_paused("b.test")

@@ -154,11 +154,15 @@ async def test_a_429_raises_the_hosts_delay_for_the_rest_of_the_run(strict_site,
         # 0.1 s -> 429 -> 0.3 s -> 429 -> 0.6 s, then no more.
         assert len(rejected) == 2
         hosts = json.loads((job / "hosts.json").read_text())["hosts"]
+        assert hosts[host].pop("backoff_seconds") == pytest.approx(2.0)  # two 1 s pauses
         assert hosts[host] == {"delay": 0.6, "too_fast": 2, "unavailable": None}
         assert crawler.stats.get_value(f"urlcheck/pace/delay/{host}") == 0.6
     else:
         assert len(rejected) == 7  # every row after the first, once each
-        assert not (job / "hosts.json").exists()
+        hosts = json.loads((job / "hosts.json").read_text())["hosts"]
+        # Nothing learned; the host is there for its pauses alone, one per 429.
+        assert hosts[host].pop("backoff_seconds") == pytest.approx(7.0)
+        assert hosts[host] == {"delay": 0.1, "too_fast": 0, "unavailable": None}
 
 
 # --- 6. answers that must cost nothing ----------------------------------------------------------

@@ -110,6 +110,7 @@ class HostBackoff:
         )
         self._until: dict[str, float] = {}
         self._attempt: dict[str, int] = {}
+        self._paused_seconds: dict[str, float] = {}  # pause windows so far, overlaps counted once
         self._listeners: list[Callable[[str, float], None]] = []
 
     def on_pause(self, listener: Callable[[str, float], None]) -> None:
@@ -120,7 +121,12 @@ class HostBackoff:
         """Pause ``host`` after the ``attempt``-th 429/503 of one request (1-based: the schedule
         follows that request's own tries); returns the pause in seconds."""
         seconds = self.config.wait(attempt, retry_after)
-        self._until[host] = max(self._until.get(host, 0.0), self.clock() + seconds)
+        now = self.clock()
+        until = max(self._until.get(host, 0.0), now)
+        if now + seconds > until:
+            self._paused_seconds[host] = self._paused_seconds.get(host, 0.0) + now + seconds - until
+            until = now + seconds
+        self._until[host] = until
         self._attempt[host] = attempt
         for listener in self._listeners:
             listener(host, seconds)
@@ -128,7 +134,9 @@ class HostBackoff:
 
     def resume(self, host: str) -> None:
         """End ``host``'s pause now (it has been given up on: its rows need no more waiting)."""
-        self._until.pop(host, None)
+        until = self._until.pop(host, None)
+        if until is not None:
+            self._paused_seconds[host] -= max(until - self.clock(), 0.0)
 
     def paused_until(self, host: str) -> float:
         """Monotonic time the host's pause ends (0.0 when not paused)."""
@@ -154,3 +162,12 @@ class HostBackoff:
             ),
             key=lambda p: p.seconds_left,
         )
+
+    def paused_seconds(self) -> dict[str, float]:
+        """Seconds each host has spent paused so far: overlapping pauses count once, and a
+        pause still running counts up to now."""
+        now = self.clock()
+        return {
+            host: seconds - max(self._until.get(host, now) - now, 0.0)
+            for host, seconds in sorted(self._paused_seconds.items())
+        }

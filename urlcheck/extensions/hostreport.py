@@ -1,8 +1,10 @@
 """At the end of a crawl: which hosts were given up on and which delays were learned, logged
 once and written to ``hosts.json`` in the job directory (when there is one) for reports.
 
-``hosts.json`` maps each such host to ``{"delay": seconds, "too_fast": 429s, "unavailable":
-{...evidence...} | null}``; a resumed job updates the hosts it met again and keeps the others.
+``hosts.json`` maps each host that was slowed, paused or given up on to ``{"delay": seconds,
+"too_fast": 429s, "backoff_seconds": seconds, "unavailable": {...evidence...} | null}``. A
+resumed job updates the hosts it met again and keeps the others; ``backoff_seconds`` adds up
+over the job's runs (the time its rows waited), the other fields are the latest run's.
 """
 
 from __future__ import annotations
@@ -38,17 +40,28 @@ class HostReport:
         return extension
 
     def hosts(self) -> dict[str, dict[str, Any]]:
+        """Every host that was slowed, paused or given up on this run."""
+        backoff = self.backoff
         found: dict[str, dict[str, Any]] = {}
-        for host, learned in self.backoff.pace.learned().items():
-            found[host] = {"delay": round(learned.delay, 3), "too_fast": learned.too_fast}
-        for down in self.backoff.circuit.hosts():
-            entry = found.setdefault(
-                down.host, {"delay": round(self.backoff.pace.delay(down.host), 3), "too_fast": 0}
-            )
-            entry["unavailable"] = down.as_dict()
-        for entry in found.values():
-            entry.setdefault("unavailable", None)
-        return found
+
+        def entry(host: str) -> dict[str, Any]:
+            known = found.get(host)
+            if known is None:
+                known = found[host] = {
+                    "delay": round(backoff.pace.delay(host), 3),
+                    "too_fast": 0,
+                    "backoff_seconds": 0.0,
+                    "unavailable": None,
+                }
+            return known
+
+        for host, learned in backoff.pace.learned().items():
+            entry(host)["too_fast"] = learned.too_fast
+        for host, seconds in backoff.paused_seconds().items():
+            entry(host)["backoff_seconds"] = round(seconds, 3)
+        for down in backoff.circuit.hosts():
+            entry(down.host)["unavailable"] = down.as_dict()
+        return dict(sorted(found.items()))
 
     def spider_closed(self) -> None:
         hosts = self.hosts()
@@ -70,6 +83,11 @@ class HostReport:
         ]
         if slowed:
             lines.append("  learned delays after 429s: " + ", ".join(slowed))
+        paused = [
+            f"{h} {e['backoff_seconds']:.1f} s" for h, e in hosts.items() if e["backoff_seconds"]
+        ]
+        if paused:
+            lines.append("  time in back-off: " + ", ".join(paused))
         logger.info("\n".join(lines))
         jobdir = self.crawler.settings.get("JOBDIR")
         if jobdir:
@@ -83,7 +101,13 @@ def write_hosts(jobdir: Path, hosts: dict[str, dict[str, Any]]) -> None:
         known = json.loads(path.read_text(encoding="utf-8")).get("hosts", {})
     except (OSError, ValueError, AttributeError):
         known = {}
-    known.update(hosts)
+    for host, entry in hosts.items():
+        before = known.get(host)
+        earlier = before.get("backoff_seconds") if isinstance(before, dict) else None
+        known[host] = entry
+        if isinstance(earlier, int | float):
+            total = earlier + (entry.get("backoff_seconds") or 0.0)
+            known[host] = {**entry, "backoff_seconds": round(total, 3)}
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps({"hosts": known}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     tmp.replace(path)

@@ -95,7 +95,8 @@ class ResultsSource:
 
     def hosts(self) -> dict[str, HostInfo]:
         """Learned delays, back-off time and unavailable hosts: ``{"hosts": {host: {"delay":
-        s, "backoff_seconds": s, "unavailable": bool}}}`` (the ``hosts`` wrapper is optional)."""
+        s, "too_fast": n, "backoff_seconds": s, "unavailable": {...} | null}}}``, as
+        :mod:`urlcheck.extensions.hostreport` writes it (the ``hosts`` wrapper is optional)."""
         data = self._sidecar(HOSTS_FILE)
         if isinstance(data, dict) and isinstance(data.get("hosts"), dict):
             data = data["hosts"]
@@ -106,6 +107,8 @@ class ResultsSource:
             if not isinstance(info, dict):
                 continue
             delay = info.get("delay", info.get("learned_delay"))
+            if info.get("too_fast") == 0:
+                delay = None  # the host's usual pace: nothing was learned
             backoff = info.get("backoff_seconds")
             found[str(host)] = HostInfo(
                 delay=float(delay) if isinstance(delay, int | float) else None,
