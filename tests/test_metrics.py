@@ -56,6 +56,23 @@ def _get(url: str) -> str:
         return response.read().decode()
 
 
+async def _start(runner, crawler, **kwargs) -> tuple[asyncio.Future, str]:
+    """Start the crawl; returns it running and the URL of its /metrics once served."""
+    opened = asyncio.get_running_loop().create_future()
+
+    def on_opened() -> None:
+        opened.set_result(None)
+
+    crawler.signals.connect(on_opened, signal=signals.spider_opened)  # a weak reference
+    running = asyncio.ensure_future(runner.crawl(crawler, **kwargs))
+    await asyncio.wait_for(opened, 30)
+    [extension] = [e for e in crawler.extensions.middlewares if isinstance(e, Metrics)]
+    while extension.url is None:
+        assert not running.done()
+        await asyncio.sleep(0.02)
+    return running, extension.url
+
+
 @pytest.mark.crawl
 @deferred_f_from_coro_f
 async def test_metrics_endpoint_during_a_crawl_and_textfile_at_the_end(site, tmp_path):
@@ -80,19 +97,7 @@ async def test_metrics_endpoint_during_a_crawl_and_textfile_at_the_end(site, tmp
         )
     )
     crawler = runner.create_crawler(CheckSpider)
-    opened = asyncio.get_running_loop().create_future()
-
-    def on_opened() -> None:
-        opened.set_result(None)
-
-    crawler.signals.connect(on_opened, signal=signals.spider_opened)  # a weak reference
-    running = asyncio.ensure_future(runner.crawl(crawler, csv=str(csv), out=str(out)))
-    await asyncio.wait_for(opened, 30)
-    [extension] = [e for e in crawler.extensions.middlewares if isinstance(e, Metrics)]
-    while extension.url is None:
-        assert not running.done()
-        await asyncio.sleep(0.02)
-    url = extension.url
+    running, url = await _start(runner, crawler, csv=str(csv), out=str(out))
     assert url.startswith("http://127.0.0.1:")
     for _ in range(200):
         during = samples(await asyncio.to_thread(_get, url))
@@ -122,6 +127,61 @@ async def test_metrics_endpoint_during_a_crawl_and_textfile_at_the_end(site, tmp
     assert value(final, "urlcheck_proxy_acquire_seconds_count") == 0  # the crawl ran direct
     with pytest.raises(urllib.error.URLError):  # the server closed with the spider
         _get(url)
+
+
+@pytest.mark.crawl
+@deferred_f_from_coro_f
+async def test_hosts_slowed_down_and_unavailable_during_and_after_a_crawl(site, tmp_path):
+    from urlcheck.runtime import runtime
+    from urlcheck.spiders.check import CheckSpider
+
+    u = site.url
+    slow, down = "127.0.0.4", "127.0.0.5"
+    rows = [
+        u(slow, "/ratelimit/2?id=metricshosts"),  # 429, 429, 200: delay 0.3 s, then 0.6 s
+        *(u(down, f"/always/503?id=metricshosts&i={i}") for i in range(3)),
+        u("127.0.0.9", "/delay/8?id=metricshosts"),  # keeps the crawl (and /metrics) up
+    ]
+    csv = write_csv(tmp_path / "in.csv", "url\n" + "\n".join(rows) + "\n")
+    prom = tmp_path / "urlcheck.prom"
+    runner = AsyncCrawlerRunner(
+        project_settings(
+            DOWNLOAD_DELAY=0,
+            AUTOTHROTTLE_ENABLED=False,
+            CONCURRENT_REQUESTS_PER_DOMAIN=1,
+            URLCHECK_BACKOFF_BASE=0.2,
+            URLCHECK_HOST_DOWN_AFTER=2,
+            URLCHECK_METRICS_PORT=0,
+            URLCHECK_METRICS_INTERVAL=0.05,
+            URLCHECK_METRICS_FILE=str(prom),
+        )
+    )
+    crawler = runner.create_crawler(CheckSpider)
+    running, url = await _start(runner, crawler, csv=str(csv), out=str(tmp_path / "out.jsonl"))
+    for _ in range(400):
+        during = samples(await asyncio.to_thread(_get, url))
+        if value(during, "urlcheck_hosts_unavailable") == 1:
+            break
+        assert value(during, "urlcheck_hosts_unavailable") == 0
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError(f"never saw the down host given up on: {during}")
+    assert not running.done(), "the slow row keeps the crawl running"
+    assert value(during, "urlcheck_hosts_slowed") == 1
+    assert value(during, "urlcheck_host_delay_max_seconds") == 0.6
+    # Two ladders of the down host at least: 2 x (0.2 + 0.4 + 0.8) s, overlapping or not.
+    assert value(during, "urlcheck_backoff_seconds_total") >= 1.4
+    await running
+
+    final = samples(prom.read_text())
+    assert value(final, "urlcheck_hosts_unavailable") == 1
+    assert value(final, "urlcheck_hosts_slowed") == 1
+    assert value(final, "urlcheck_host_delay_max_seconds") == 0.6
+    assert value(final, "urlcheck_hosts_backoff") == 0
+    paused = runtime(crawler).backoff.paused_seconds()
+    assert set(paused) == {slow, down} and paused[slow] == pytest.approx(0.6)
+    assert value(final, "urlcheck_backoff_seconds_total") == pytest.approx(sum(paused.values()))
+    assert value(final, "urlcheck_errors_total", kind="host_unavailable") == 1
 
 
 @pytest.mark.crawl

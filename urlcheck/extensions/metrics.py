@@ -4,9 +4,10 @@
 default) while the crawl runs; ``URLCHECK_METRICS_FILE`` writes the node-exporter textfile
 format when the spider closes, for cron. Off (bare NotConfigured) when neither is set.
 
-Counters move on Scrapy's signals; gauges (rows, requests in flight, hosts in back-off, the
-proxies' state) are refreshed every ``URLCHECK_METRICS_INTERVAL`` seconds in the reactor
-thread, so the HTTP server's thread only ever reads prometheus-client's own locked values.
+Counters move on Scrapy's signals; gauges (rows, requests in flight, hosts in back-off,
+unavailable or slowed down, the proxies' state) and the back-off time are refreshed every
+``URLCHECK_METRICS_INTERVAL`` seconds in the reactor thread, so the HTTP server's thread only
+ever reads prometheus-client's own locked values.
 Each crawler has its own registry: two crawls in one process do not mix their figures.
 """
 
@@ -30,10 +31,8 @@ from scrapy.utils.asyncio import create_looping_call
 from urlcheck.jobs.counts import status_class
 from urlcheck.middlewares.proxy import proxy_acquired, proxy_released
 from urlcheck.proxypool.health import State
-from urlcheck.reports.aggregate import UNAVAILABLE
 from urlcheck.results import Result
 from urlcheck.runtime import Runtime, runtime
-from urlcheck.urls import host_key
 
 if TYPE_CHECKING:
     import threading
@@ -82,6 +81,21 @@ class CrawlMetrics:
         self.unavailable = Gauge(
             "urlcheck_hosts_unavailable", "Hosts given up on as unavailable", registry=r
         )
+        # Learned delays as two figures rather than one series per host: a crawl of a million
+        # URLs can meet a hundred thousand hosts, and a label per host would be as many series.
+        self.slowed = Gauge(
+            "urlcheck_hosts_slowed", "Hosts whose delay was raised after 429 answers", registry=r
+        )
+        self.delay_max = Gauge(
+            "urlcheck_host_delay_max_seconds",
+            "The longest delay between requests learned for a host (0: none learned)",
+            registry=r,
+        )
+        self.backoff_seconds = Counter(
+            "urlcheck_backoff_seconds",
+            "Time hosts spent paused by the back-off, added up over hosts",
+            registry=r,
+        )
         self.proxy_state = Gauge(
             "urlcheck_proxy_state",
             "1 for the state each proxy is in",
@@ -124,7 +138,7 @@ class Metrics:
         self._thread: threading.Thread | None = None
         self._task: AsyncioLoopingCall | LoopingCall | None = None
         self._scraped = 0
-        self._unavailable: set[str] = set()
+        self._backoff_seconds = 0.0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -194,9 +208,6 @@ class Metrics:
         m.verdicts.labels(item.verdict or "none").inc()
         if item.error:
             m.errors.labels(item.error).inc()
-            if item.error == UNAVAILABLE:
-                self._unavailable.add(host_key(item.requested_url or item.url))
-                m.unavailable.set(len(self._unavailable))
 
     def acquired(self, seconds: float) -> None:
         self.metrics.acquire.observe(seconds)
@@ -213,9 +224,22 @@ class Metrics:
         if rt.results is not None:
             m.done_rows.set(len(rt.results.done) + self._scraped)
         m.in_flight.set(len(self.crawler.engine.downloader.active) if self.crawler.crawling else 0)
-        m.backoff.set(len(rt.backoff.paused()))
+        self._refresh_hosts()
         if rt.proxy_pool is not None:
             self._refresh_proxies(rt.proxy_pool)
+
+    def _refresh_hosts(self) -> None:
+        m, backoff = self.metrics, self.runtime.backoff
+        m.backoff.set(len(backoff.paused()))
+        m.unavailable.set(len(backoff.circuit.hosts()))
+        learned = backoff.pace.learned()
+        m.slowed.set(len(learned))
+        m.delay_max.set(max((known.delay for known in learned.values()), default=0.0))
+        # Never less than before: a pause cut short is only counted up to when it was.
+        total = sum(backoff.paused_seconds().values())
+        if total > self._backoff_seconds:
+            m.backoff_seconds.inc(total - self._backoff_seconds)
+            self._backoff_seconds = total
 
     def _refresh_proxies(self, pool: ProxyPool) -> None:
         m = self.metrics
