@@ -1,4 +1,7 @@
-"""Counts every result into stats (``urlcheck/...``) and logs one summary block at the end."""
+"""Counts every result into stats (``urlcheck/...``) and logs one summary block at the end.
+
+A row's warnings (``temporary_redirect`` when only warned of, the Location warnings of its hops)
+are counted once per row: ``urlcheck/warning/location_backslash`` is the rows that met one."""
 
 from __future__ import annotations
 
@@ -47,6 +50,8 @@ class Summary:
             inc(f"urlcheck/verdict/{item.verdict}")
             for reason in item.reasons:
                 inc(f"urlcheck/reason/{reason}")
+        for warning in item.warnings:  # each once per row (urlcheck.results.hop_warnings)
+            inc(f"urlcheck/warning/{warning}")
 
     def spider_closed(self, reason: str) -> None:
         stats = self.stats.get_stats()
@@ -56,6 +61,7 @@ class Summary:
             ("final status", "urlcheck/final_status/"),
             ("verdicts", "urlcheck/verdict/"),
             ("errors", "urlcheck/error/"),
+            ("warnings (rows)", "urlcheck/warning/"),
         ):
             found = sorted((k[len(prefix) :], v) for k, v in stats.items() if k.startswith(prefix))
             if found:
