@@ -56,7 +56,7 @@ def _get(url: str) -> str:
         return response.read().decode()
 
 
-async def _start(runner, crawler, **kwargs) -> tuple[asyncio.Future, str]:
+async def _start(runner, crawler, **kwargs) -> tuple[asyncio.Future[None], str]:
     """Start the crawl; returns it running and the URL of its /metrics once served."""
     opened = asyncio.get_running_loop().create_future()
 

@@ -3,7 +3,9 @@ egress address, against a test site that answers by the proxy's address."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
+from urllib.parse import quote, urlsplit
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
@@ -244,3 +246,56 @@ async def test_idle_proxies_are_probed_through_the_control_host_politely(net, tm
     control_stats = host_stats(probes)["127.0.0.5"]
     assert control_stats.max_in_flight == 1
     assert control_stats.min_gap is not None and control_stats.min_gap >= 0.29
+
+
+@deferred_f_from_coro_f
+async def test_a_hop_our_address_guard_refuses_does_not_count_against_the_proxy(net, tmp_path):
+    # A Location to a link-local literal, reached through a proxy: the guard refuses the hop
+    # before the proxy is contacted, so the proxy did nothing wrong and must not pay for it.
+    site, proxies = net
+    proxy = proxies[0]
+    targets = [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fe80::1]/",
+        "http://[::ffff:169.254.169.254]/",  # IPv4-mapped: judged as the address it reaches
+    ]
+    rows = [
+        site.url("127.0.0.3", f"/redirect/301?to={quote(t, safe='')}&run=guard") for t in targets
+    ]
+    rows.append(site.url("127.0.0.3", "/ok?run=guard"))
+    results, crawler = await crawl(
+        csv_of(tmp_path, rows),
+        tmp_path / "out.jsonl",
+        **FAST,
+        RETRY_TIMES=0,
+        URLCHECK_PROXIES=[proxy.url],
+    )
+    by_row = {r["row"]: r for r in results}
+    for n in (1, 2, 3):
+        row = by_row[n]
+        assert row["error"] == "blocked_address", row
+        assert [h["status"] for h in row["chain"]] == [301, None]
+        assert row["chain"][1]["error"] == "blocked_address"
+    assert by_row[4]["final_status"] == 200 and by_row[4]["proxy"] == proxy.address
+
+    stats = crawler.stats.get_stats()
+    assert stats["urlcheck/proxy/released/not_sent"] == 3
+    assert stats["urlcheck/proxy/released/ok"] == 4  # the three 301s and the 200
+    assert not [k for k in stats if k.startswith("urlcheck/proxy/released/error_")]
+    snapshot = json.loads((tmp_path / "proxies.json").read_text())
+    [seen] = snapshot["proxies"]
+    assert (seen["state"], seen["success_rate"], seen["active"]) == ("healthy", 1.0, 0)
+    assert snapshot["totals"]["leases_active"] == 0  # the refused hops' leases were ended
+    for site_name, cells in snapshot["matrix"].items():
+        assert all(c["success_rate"] == 1.0 for c in cells.values()), site_name
+    for blocked in ("169.254.169.254", "fe80::1"):
+        assert not snapshot["matrix"].get(blocked)
+    # Proof that nothing left: the proxy saw only the loopback site's URLs.
+    seen_targets = [e["target"] for e in proxy.log() if "run=guard" in e["target"]]
+    assert sorted(seen_targets) == sorted(rows)
+    # Nor anything else in this module: every GET or CONNECT it was asked for went to loopback.
+    asked = {
+        urlsplit(e["target"] if e["method"] != "CONNECT" else f"//{e['target']}").hostname
+        for e in proxy.log()
+    }
+    assert asked and all(ipaddress.ip_address(h).is_loopback for h in asked), asked

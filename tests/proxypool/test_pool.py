@@ -45,6 +45,23 @@ def test_acquire_and_release() -> None:
     assert snapshot["matrix"]["example.com"][lease.proxy.id]["outcomes"] == 1
 
 
+def test_a_release_without_outcome_ends_the_lease_and_judges_nothing() -> None:
+    # The request never reached the proxy (our address guard refused it): the lease is freed
+    # for the cap, but no outcome counts for the proxy, the site or the pair.
+    pool = make_pool(1)
+    for _ in range(20):
+        pool.release(pool.acquire("169.254.169.254"), None)
+    lease = pool.acquire("example.com")
+    pool.release(lease, OK)
+    snapshot = pool.snapshot()
+    assert snapshot["totals"]["leases_active"] == 0
+    assert snapshot["totals"]["outcomes_total"] == 1
+    [proxy] = snapshot["proxies"]
+    assert (proxy["state"], proxy["outcomes"], proxy["success_rate"]) == ("healthy", 1, 1.0)
+    assert snapshot["matrix"].get("169.254.169.254", {}) == {}
+    assert snapshot["sites"].get("169.254.169.254", {"outcomes": 0})["outcomes"] == 0
+
+
 def test_release_twice_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
     pool = make_pool(2)
     lease = pool.acquire("a")

@@ -64,7 +64,7 @@ logger = logging.getLogger(__name__)
 _AUTH = b"Proxy-Authorization"
 # Signals for observers such as the metrics extension: proxy_acquired(seconds) after each
 # lease, proxy_released(proxy, outcome) with the proxy's display name and ok, soft, captcha,
-# block or error_<kind>.
+# block, error_<kind> or not_sent.
 proxy_acquired = object()
 proxy_released = object()
 
@@ -155,7 +155,7 @@ class ProxyPoolMiddleware:
         if lease.session_lost:
             stats.inc_value("urlcheck/proxy/sessions_lost")
 
-    def _release(self, lease: Lease, outcome: Outcome) -> None:
+    def _release(self, lease: Lease, outcome: Outcome | None) -> None:
         """A release the store cannot take is dropped: the lease expires (lease_ttl)."""
         try:
             self.pool.release(lease, outcome)
@@ -255,18 +255,27 @@ class ProxyPoolMiddleware:
         if lease is None:
             return
         kind, _ = classify_exception(exception)
-        self._release(lease, Outcome(error=error_kind(exception, kind)))
+        if kind in _NOT_SENT:
+            # Refused on our side before the proxy was contacted: nothing to judge it on.
+            self._release(lease, None)
+            released = "not_sent"
+        else:
+            self._release(lease, Outcome(error=error_kind(exception, kind)))
+            released = f"error_{kind}"
         stats = self.crawler.stats
         assert stats is not None
-        stats.inc_value(f"urlcheck/proxy/released/error_{kind}")
+        stats.inc_value(f"urlcheck/proxy/released/{released}")
         self.crawler.signals.send_catch_log(
-            proxy_released, proxy=lease.proxy.display, outcome=f"error_{kind}"
+            proxy_released, proxy=lease.proxy.display, outcome=released
         )
 
 
 # Scrapy's TunnelError: "Could not open CONNECT tunnel with proxy host:port [{'status': 403, ...}]"
 _TUNNEL_STATUS = re.compile(r"CONNECT tunnel with proxy .*'status': (\d+)")
 _GATEWAY_STATUSES = frozenset({502, 503, 504})  # the proxy could not reach the site
+# Error kinds of requests refused before the proxy was contacted (the address guard judges a
+# literal address before connecting to the proxy, urlcheck.downloadhandler).
+_NOT_SENT = frozenset({"blocked_address"})
 
 
 def error_kind(exception: BaseException, kind: str) -> ErrorKind:

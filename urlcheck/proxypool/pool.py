@@ -206,8 +206,11 @@ class ProxyPool:
             logger.debug("session for key on %s lost; now on %s", site, rec.id)
         return Lease(lease_id, rec.proxy, site, key, lost, fallback, now)
 
-    def release(self, lease: Lease, outcome: Outcome) -> None:
-        """Return a lease with how the request ended. Releasing twice is ignored."""
+    def release(self, lease: Lease, outcome: Outcome | None) -> None:
+        """Return a lease with how the request ended. Releasing twice is ignored.
+
+        ``None``: the request never reached the proxy (refused on our side, e.g. by the
+        address guard): the lease ends and nothing is judged, for the proxy or the site."""
         if lease.released:
             logger.warning("lease %d on %s released twice; ignored", lease.id, lease.proxy.id)
             return
@@ -221,6 +224,8 @@ class ProxyPool:
             return
         if ended:
             rec.active -= 1
+        if outcome is None:
+            return
         code = classify(outcome)
         events = outcomes.record(self._books, rec, lease.site, code, outcome.latency, now)
         if events:
