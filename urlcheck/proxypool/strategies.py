@@ -168,6 +168,8 @@ def pick_least_connections(
                 spare, spare_load = c, load
             continue
         best, best_load = c, load
+        if not active:
+            break  # loads are never negative (weights are positive): nobody later beats 0
     return best if best is not None else spare
 
 

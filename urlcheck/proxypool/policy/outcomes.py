@@ -70,7 +70,10 @@ def record(  # noqa: PLR0917
         value = 0.0 if fail else (1.0 - cfg.soft_failure_weight if code & SOFT else 1.0)
         route = pair.route = pair.route + b.pair_alpha * (value - pair.route)
         # health.success_factor, inlined: this runs on most releases once failures happen
-        pair.factor = max(cfg.min_weight, max(route, 0.0) ** cfg.weight_exponent)
+        # (`x if x > y else y` is max(y, x) to the bit, without the builtin's call)
+        factor = (0.0 if route < 0.0 else route) ** cfg.weight_exponent
+        floor = cfg.min_weight
+        pair.factor = factor if factor > floor else floor
     if code & PERMANENT:
         kill(b, rec, permanent_reason(code), now, events)
         return events

@@ -14,6 +14,8 @@ from ..events import Event, Transition
 from ..health import IN_SERVICE, State
 from .books import ProxyRec
 
+_HEALTHY, _DEGRADED, _PROBING = State.HEALTHY, State.DEGRADED, State.PROBING
+
 if TYPE_CHECKING:
     from ..proxy import Proxy
     from .books import Books
@@ -115,18 +117,27 @@ def reweigh(b: Books, rec: ProxyRec) -> None:
     # Runs on most releases: health.success_factor and health.latency_factor, inlined.
     cfg = b.config
     window = rec.window
+    # (`x if x > y else y` is max(y, x) to the bit, without the builtin's call)
     smoothed = 1.0 - (window.fails + cfg.soft_failure_weight * window.softs) / (window.n + 1)
-    factor = max(cfg.min_weight, max(smoothed, 0.0) ** cfg.weight_exponent)
+    factor = (0.0 if smoothed < 0.0 else smoothed) ** cfg.weight_exponent
+    floor = cfg.min_weight
+    if not factor > floor:
+        factor = floor
     own, pool = rec.lat_fast, b.pool_latency
     if rec.lat_n and pool > 0.0 and own > pool:
         factor *= max(cfg.latency_weight_floor, sqrt(pool / own))
-    if rec.state is State.DEGRADED:
+    state = rec.state
+    if state is _HEALTHY:
+        rec.weight = rec.static_weight * factor
+        # round-robin, least connections and new sticky keys ignore weights, not the safeguards
+        rec.share = 1.0
+        return
+    if state is _DEGRADED:
         factor *= cfg.degraded_weight
-    elif rec.state is State.PROBING:
+    elif state is _PROBING:
         factor *= health.ramp(rec.ramp_ok, cfg)
     rec.weight = rec.static_weight * factor
-    # round-robin, least connections and new sticky keys ignore weights, not the safeguards
-    rec.share = 1.0 if rec.state is State.HEALTHY else min(1.0, factor)
+    rec.share = min(1.0, factor)
 
 
 def bench_blocked(b: Books) -> str | None:

@@ -7,7 +7,7 @@ the store's generation (`gen`, bumped by every commit and membership change), so
 processes cannot both take the last proxy the quarantine cap allows. A call whose `gen` argument
 is behind the store's returns the newer shared state (`Shared`) with its result.
 
-The memory store holds this in the process under a lock; the Redis store in Redis, one script or
+The memory store holds this in the process (one thread); the Redis store in Redis, one script or
 one transaction per primitive, time from the server's ``TIME`` (see docs/proxypool.md).
 """
 
