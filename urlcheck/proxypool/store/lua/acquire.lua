@@ -5,8 +5,9 @@
 local now = clock(ARGV[1])
 local site, key = ARGV[4], ARGV[5]
 
-local function usable(id)
-  if redis.call('HEXISTS', KEYS[6], id) == 0 or redis.call('SISMEMBER', KEYS[5], id) == 1 then
+-- cap: the id's entry in caps (false: not registered), read once by the caller
+local function usable(id, cap)
+  if not cap or redis.call('SISMEMBER', KEYS[5], id) == 1 then
     return false
   end
   local until_ = redis.call('HGET', KEYS[3], site .. '\t' .. id)
@@ -19,15 +20,16 @@ if key ~= '' then
   if session then
     local held, expires = string.match(session, '^(.*)\t([^\t]*)$')
     if tonumber(expires) > now then
-      if usable(held) then chosen = held else lost = 1 end
+      if usable(held, redis.call('HGET', KEYS[6], held)) then chosen = held else lost = 1 end
     end
   end
 end
 if not chosen then
   for i = 10, #ARGV do
     local id = ARGV[i]
-    if usable(id) then
-      local cap = tonumber(redis.call('HGET', KEYS[6], id))
+    local cap = redis.call('HGET', KEYS[6], id)
+    if usable(id, cap) then
+      cap = tonumber(cap)
       if cap == 0 or tonumber(redis.call('HGET', KEYS[7], id) or '0') < cap then
         chosen = id
         break
