@@ -97,3 +97,48 @@ def test_sticky_ignores_dynamic_weight() -> None:
     second = pick_sticky(key, cands, {}, 0.0)
     assert second is not None
     assert second is not first
+
+
+def _least_connections_full_scan(
+    cands: list[Cand], pairs: dict[str, Pair], now: float, rand: random.Random
+) -> Cand | None:
+    """The rule of pick_least_connections written plainly, every candidate scanned."""
+    n = len(cands)
+    offset = int(rand.random() * n)
+    best = spare = None
+    best_load = spare_load = 0.0
+    for c in cands[offset:] + cands[:offset]:
+        load = c.active / c.static_weight
+        if best is not None and load >= best_load:
+            continue
+        if effective_weight(c, pairs, now) <= 0.0:
+            continue
+        if c.share < 1.0 and rand.random() >= c.share:
+            if spare is None or load < spare_load:
+                spare, spare_load = c, load
+            continue
+        best, best_load = c, load
+    return best if best is not None else spare
+
+
+def test_least_connections_stopping_at_an_idle_proxy_changes_nothing() -> None:
+    # The pick stops at the first idle usable proxy that takes its turn: the same choice, and
+    # the same random draws, as a scan of every candidate (seeded runs must not move).
+    world = random.Random(3)
+    for trial in range(2000):
+        cands = [
+            Cand(
+                f"p{i}",
+                weight=world.choice([0.0, 0.5, 1.0]),
+                static_weight=world.choice([0.5, 1.0, 2.0]),
+                active=world.choice([0, 0, 1, 2, 3]),
+                cap=world.choice([0, 2]),
+                share=world.choice([1.0, 1.0, 0.3]),
+            )
+            for i in range(world.randint(1, 12))
+        ]
+        pairs = {c.id: Pair(benched_until=9.0) for c in cands if world.random() < 0.2}
+        fast, plain = random.Random(trial), random.Random(trial)
+        got = pick_least_connections(cands, pairs, 5.0, fast.random)
+        assert got is _least_connections_full_scan(cands, pairs, 5.0, plain)
+        assert fast.random() == plain.random()  # as many draws taken
