@@ -1,0 +1,14 @@
+-- open(prefix, job, coordinator) -> {created, now}
+-- Creates the job's state when missing (a new job, or a Redis that restarted empty) and the
+-- results stream's consumer group, from the stream's start so no committed result is skipped.
+local now = now_ms()
+local created = 0
+if redis.call('HEXISTS', K_META, 'status') == 0 then
+  redis.call('HSET', K_META, 'job', ARGV[2], 'status', 'running', 'control', 'run',
+    'created', string.format('%d', now), 'fed', 0, 'committed', 0)
+  created = 1
+end
+redis.call('PERSIST', K_META)
+redis.call('HSET', K_META, 'coordinator', ARGV[3], 'coordinator_beat', string.format('%d', now))
+pcall(redis.call, 'XGROUP', 'CREATE', K_RESULTS, 'collect', '0', 'MKSTREAM')
+return {created, now}
