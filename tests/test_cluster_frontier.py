@@ -381,6 +381,14 @@ def test_replayed_complete_commits_once(client: redis.Redis, job: ClusterJob) ->
     assert f.push([("a", task("a", 1))]) == 0  # a done row is never queued again
 
 
+def test_commit_without_a_lease_is_first_result_wins(client: redis.Redis, job: ClusterJob) -> None:
+    f = frontier(client)
+    assert f.commit(5, '{"row":5,"error":"invalid_url"}')
+    assert not f.commit(5, '{"row":5}')
+    assert f.push([("a", task("a", 5))]) == 0
+    assert client.xlen(f"uc:{{{JOB}}}:results") == 1
+
+
 def test_collector_writes_each_row_once_across_a_crash(
     client: redis.Redis, job: ClusterJob
 ) -> None:

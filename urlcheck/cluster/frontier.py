@@ -139,6 +139,12 @@ class Frontier:
             lease, "retry", encode_entry(task), delay=delay, backoff=backoff, strikes=strikes
         )
 
+    def commit(self, row: int, line: str) -> bool:
+        """Commit a result that holds no lease: a row judged without a request (an invalid
+        URL), or one whose lease was lost while its request ran. First result wins."""
+        _, committed = self.scripts.run("complete", "", "", "result", 0, 0, 0, row, line, "")
+        return bool(committed)
+
     def release(self, lease: Lease, *, delay: float) -> Completion:
         """Hand back a claimed task that was never sent."""
         return self._complete(lease, "release", "", delay=delay)

@@ -10,27 +10,31 @@ local delay, backoff_ms, strikes = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 local row, payload, next_host = tonumber(ARGV[8]), ARGV[9], ARGV[10]
 local now = now_ms()
 
-local value = redis.call('HGET', K_INFLIGHT, host)
-local owned = value ~= false and string.sub(value, 1, #token + 1) == token .. '|'
-local nxt = set_next(host, now, delay, backoff_ms, strikes)
-if owned then
-  redis.call('HDEL', K_INFLIGHT, host)
-  redis.call('ZREM', K_LEASES, host)
-  if not is_done(row) then
-    if kind == 'retry' then
-      redis.call('LPUSH', qkey(host), payload)
-    elseif kind == 'release' then
-      local _, _, entry = split_lease(value)
-      redis.call('LPUSH', qkey(host), entry)
+-- host '' commits a result that never had a lease (a row the coordinator judged itself).
+local owned = false
+if host ~= '' then
+  local value = redis.call('HGET', K_INFLIGHT, host)
+  owned = value ~= false and string.sub(value, 1, #token + 1) == token .. '|'
+  local nxt = set_next(host, now, delay, backoff_ms, strikes)
+  if owned then
+    redis.call('HDEL', K_INFLIGHT, host)
+    redis.call('ZREM', K_LEASES, host)
+    if not is_done(row) then
+      if kind == 'retry' then
+        redis.call('LPUSH', qkey(host), payload)
+      elseif kind == 'release' then
+        local _, _, entry = split_lease(value)
+        redis.call('LPUSH', qkey(host), entry)
+      end
     end
+    if redis.call('LLEN', qkey(host)) > 0 then
+      redis.call('ZADD', K_READY, string.format('%d', nxt), host)
+    end
+  else
+    -- The lease was reaped and its task re-queued: that copy redoes any hop or retry, but it must
+    -- still wait for this request's gap and back-off.
+    redis.call('ZADD', K_READY, 'XX', 'GT', string.format('%d', nxt), host)
   end
-  if redis.call('LLEN', qkey(host)) > 0 then
-    redis.call('ZADD', K_READY, string.format('%d', nxt), host)
-  end
-else
-  -- The lease was reaped and its task re-queued: that copy redoes any hop or retry, but it must
-  -- still wait for this request's gap and back-off.
-  redis.call('ZADD', K_READY, 'XX', 'GT', string.format('%d', nxt), host)
 end
 
 local committed = 0

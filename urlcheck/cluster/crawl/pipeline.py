@@ -1,0 +1,68 @@
+"""Commits each result to the job in Redis (the exactly-once point: the row's ``done`` bit),
+instead of writing it here; the coordinator alone writes results.jsonl.
+
+The item is then dropped (quietly, at DEBUG): the local ResultsPipeline must not write it, and
+the coordinator reports it (``item_scraped``, so the summary and meta.json count it) when it
+reaches results.jsonl, whichever process checked it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any, Self
+
+from itemadapter import ItemAdapter
+from scrapy.exceptions import DropItem, NotConfigured
+
+from urlcheck.cluster.crawl.runtime import ClusterRuntime
+from urlcheck.cluster.errors import ClusterError
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+
+class ClusterResultsPipeline:
+    def __init__(self, crawler: Crawler, runtime: ClusterRuntime) -> None:
+        self.crawler = crawler
+        self.runtime = runtime
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        runtime = ClusterRuntime.for_crawler(crawler)
+        if runtime is None:
+            raise NotConfigured
+        return cls(crawler, runtime)
+
+    def process_item(self, item: Any) -> Any:
+        adapter = ItemAdapter(item)
+        row = adapter.get("row")
+        if not isinstance(row, int) or isinstance(row, bool):
+            return item
+        line = json.dumps(adapter.asdict(), ensure_ascii=False)
+        runtime = self.runtime
+        lease = runtime.book.pop(row)
+        try:
+            if lease is not None:
+                delay = runtime.delay_for(lease.host)
+                committed = runtime.frontier.complete_result(lease, line, delay=delay).committed
+            else:  # judged without a request, or its lease was lost meanwhile: first one wins
+                committed = runtime.frontier.commit(row, line)
+        except ClusterError as exc:
+            self._inc("urlcheck/cluster/unavailable")
+            raise DropItem(
+                f"row {row}: Redis did not take the result ({exc}); the row is checked again",
+                log_level="WARNING",
+            ) from None
+        if committed:
+            runtime.rows_done += 1
+            self._inc("urlcheck/cluster/committed")
+        else:
+            self._inc("urlcheck/cluster/duplicates")
+        raise DropItem(f"row {row} committed to the job in Redis", log_level="DEBUG")
+
+    def _inc(self, key: str) -> None:
+        if self.crawler.stats is not None:
+            self.crawler.stats.inc_value(key)

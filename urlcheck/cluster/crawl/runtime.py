@@ -1,0 +1,104 @@
+"""One process's share of a distributed job, which every Scrapy component finds the same way
+(:meth:`ClusterRuntime.for_crawler`; None when ``REDIS_URL`` is not set)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import time
+from typing import TYPE_CHECKING, ClassVar
+from weakref import WeakKeyDictionary
+
+from urlcheck.cluster.config import ClusterConfig
+from urlcheck.cluster.connection import connect
+from urlcheck.cluster.frontier import Frontier
+from urlcheck.cluster.job import ClusterJob
+from urlcheck.cluster.leases import LeaseBook
+from urlcheck.cluster.workers import WorkerInfo
+from urlcheck.config import ConfigError
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+    from urlcheck.cluster.crawl.coordinator import Coordinator
+
+logger = logging.getLogger(__name__)
+
+COORDINATOR = "coordinator"
+WORKER = "worker"
+
+
+class ClusterRuntime:
+    _instances: ClassVar[WeakKeyDictionary[Crawler, ClusterRuntime | None]] = WeakKeyDictionary()
+
+    def __init__(self, crawler: Crawler, config: ClusterConfig, job: str, role: str) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.role = role
+        self.client = connect(config.redis_url, **config.redis_params)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(2)}"
+        self.frontier = Frontier(self.client, job, owner=self.owner)
+        self.job = ClusterJob(self.client, job)
+        self.book = LeaseBook(config.lease_ttl, margin=config.send_margin)
+        self.started = time.time()
+        self.rows_done = 0  # results this process committed
+        self.finished = False  # the job is done or cancelled: ask for no more work
+        self.control = ""
+        self.coordinator: Coordinator | None = None  # set by the ClusterCoordinator extension
+
+    @classmethod
+    def for_crawler(cls, crawler: Crawler, spider: Spider | None = None) -> ClusterRuntime | None:
+        """The runtime of this crawl; the spider's ``from_crawler`` passes itself (the crawler
+        gets its spider only afterwards)."""
+        if crawler in cls._instances:
+            return cls._instances[crawler]
+        config = ClusterConfig.from_settings(crawler.settings)
+        runtime = None
+        if config is not None:
+            spider = spider or crawler.spider
+            job = getattr(spider, "job", None)
+            if not job:
+                raise ConfigError(
+                    "REDIS_URL is set (distributed mode): name the job with -a job=NAME"
+                )
+            role = COORDINATOR if getattr(spider, "csv_path", None) is not None else WORKER
+            runtime = cls(crawler, config, str(job), role)
+            logger.info(
+                "Distributed mode: %s %s of job %r on %s",
+                role,
+                runtime.owner,
+                str(job),
+                redacted(config.redis_url),
+            )
+        cls._instances[crawler] = runtime
+        return runtime
+
+    @property
+    def is_coordinator(self) -> bool:
+        return self.role == COORDINATOR
+
+    def info(self) -> WorkerInfo:
+        host, pid, _ = self.owner.split(":", 2)
+        return WorkerInfo(
+            self.owner, host, int(pid), self.role, self.started, self.rows_done, len(self.book)
+        )
+
+    def delay_for(self, host: str) -> float:
+        """The per-host delay this process would keep (DOWNLOAD_DELAY, raised by AutoThrottle);
+        stored in Redis with each completion so every process keeps the learned one."""
+        engine = self.crawler.engine
+        slot = engine.downloader.slots.get(host) if engine is not None else None
+        return max(self.config.delay, slot.delay if slot is not None else 0.0)
+
+
+def redacted(url: str) -> str:
+    """The URL without its password, for logs and job files."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest.split("/", 1)[0]:
+        return url
+    creds, _, hostpart = rest.partition("@")
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user + '@' if user else ''}{hostpart}"
