@@ -24,6 +24,7 @@ from urlcheck.cluster import (
     ResultCollector,
     Task,
     TaskCodecError,
+    Then,
     WorkerInfo,
     connect,
     decode_entry,
@@ -159,6 +160,20 @@ def test_claims_one_task_per_host_in_queue_order(client: redis.Redis, job: Clust
     again = frontier(client, "w2").claim(5, ttl=TTL, delay=DELAY)
     assert again.leases == ()
     assert again.wait is None  # nothing queued on a host without a lease
+
+
+def test_a_completion_claims_the_next_lease_in_the_same_call(
+    client: redis.Redis, job: ClusterJob
+) -> None:
+    f = frontier(client)
+    f.push([("a", task("a", 1)), ("b", task("b", 2)), ("c", task("c", 3))])
+    (lease,) = f.claim(1, ttl=TTL, delay=0).leases
+    calls = f.round_trips
+    done = f.complete_result(lease, "{}", delay=0, then=Then(2, TTL))
+    assert f.round_trips == calls + 1
+    assert done.committed and done.claim is not None
+    assert sorted(x.host for x in done.claim.leases) == sorted({"a", "b", "c"} - {lease.host})
+    assert done.claim.control == "run"
 
 
 def test_hops_and_retries_go_to_the_front(client: redis.Redis, job: ClusterJob) -> None:
@@ -415,7 +430,7 @@ def test_collector_writes_each_row_once_across_a_crash(
     )
     step = restarted.step()
     assert (step.written, step.duplicates) == ([], 2)
-    assert restarted.step().written == []
+    assert restarted.step().written == []  # and acknowledges the two
     assert client.xlen(f"uc:{{{JOB}}}:results") == 0  # acknowledged and deleted
     assert sorted(r for r, _ in lines) == [1, 2]
 

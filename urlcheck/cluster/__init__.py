@@ -9,7 +9,7 @@ Scrapy-free: the Scrapy side is :mod:`urlcheck.cluster.scrapy` (scheduler, pipel
 from urlcheck.cluster.collector import ResultCollector
 from urlcheck.cluster.connection import connect
 from urlcheck.cluster.errors import ClusterError, ClusterUnavailableError
-from urlcheck.cluster.frontier import MAX_REAPS, Claim, Completion, Frontier, Lease, Renewal
+from urlcheck.cluster.frontier import MAX_REAPS, Claim, Completion, Frontier, Lease, Renewal, Then
 from urlcheck.cluster.job import ClusterJob, ClusterStatus
 from urlcheck.cluster.keys import JobKeys, check_job_name
 from urlcheck.cluster.task import Task, TaskCodecError, decode_entry, encode_entry
@@ -30,6 +30,7 @@ __all__ = [
     "ResultCollector",
     "Task",
     "TaskCodecError",
+    "Then",
     "WorkerInfo",
     "WorkerStatus",
     "check_job_name",

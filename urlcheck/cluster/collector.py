@@ -47,13 +47,16 @@ class ResultCollector:
         self.sync = sync
         self.batch = batch
         self._pending = True  # first read back what an earlier run was handed
+        self._synced: list[str] = []  # entries on disk, acknowledged with the next read
 
     def restart(self) -> None:
         """Read the pending entries again first (after the job was opened again)."""
         self._pending = True
+        self._synced = []
 
     def step(self) -> Collected:
-        collection = self.job.collect(self.batch, pending=self._pending)
+        collection = self.job.collect(self.batch, pending=self._pending, acknowledge=self._synced)
+        self._synced = []
         if collection.gone:
             return Collected([], 0, True, collection.control, collection.status)
         if self._pending and not collection.results:
@@ -70,5 +73,11 @@ class ResultCollector:
             written.append(result.row)
         if written:
             self.sync()
-        self.job.acknowledge([result.entry_id for result in collection.results])
+        self._synced = [result.entry_id for result in collection.results]
         return Collected(written, duplicates, False, collection.control, collection.status)
+
+    def flush(self) -> None:
+        """Acknowledge what is on disk now (before closing)."""
+        if self._synced:
+            self.job.acknowledge(self._synced)
+            self._synced = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.cluster.keys import JobKeys
@@ -60,6 +60,7 @@ class Claim:
 class Completion:
     owned: bool  # False: the lease had expired (the task was re-queued for someone else)
     committed: bool  # this call recorded the row's result (it was not done before)
+    claim: Claim | None = None  # the next leases, when asked for with ``claim_n``
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,26 @@ class Renewal:
     control: str
     status: str
     lost: frozenset[str]  # hosts whose lease this process no longer holds
+
+
+def _claim(reply: list[Any]) -> Claim:
+    control, status, wait_ms, reaped, dropped = reply[:5]
+    leases = tuple(
+        Lease(
+            text(reply[i]), text(reply[i + 1]), int(reply[i + 2]), decode_entry(text(reply[i + 3]))
+        )
+        for i in range(5, len(reply), 4)
+    )
+    wait = None if int(wait_ms) < 0 else int(wait_ms) / 1000
+    return Claim(text(control), text(status), wait, int(reaped), int(dropped), leases)
+
+
+@dataclass(frozen=True, slots=True)
+class Then:
+    """Claim ``n`` more leases in the same round trip as a completion."""
+
+    n: int
+    ttl: float
 
 
 class Frontier:
@@ -114,36 +135,53 @@ class Frontier:
         line: str,
         *,
         delay: float,
-        backoff: float = 0.0,
-        strikes: int = 0,
+        then: Then | None = None,
     ) -> Completion:
         """The row's chain ended: ``line`` is its results.jsonl line. Committed at most once
         per row, whoever sends it and however often."""
-        return self._complete(lease, "result", line, delay=delay, backoff=backoff, strikes=strikes)
+        return self._complete(lease, "result", line, delay=delay, then=then)
 
     def complete_hop(
-        self, lease: Lease, next_host: str, next_task: Task, *, delay: float
+        self,
+        lease: Lease,
+        next_host: str,
+        next_task: Task,
+        *,
+        delay: float,
+        then: Then | None = None,
     ) -> Completion:
         """The hop answered with a redirect: the next hop goes to the front of its host's
         queue (dropped when this lease had expired: the re-queued copy redoes the hop)."""
-        return self._complete(
-            lease, "hop", encode_entry(next_task), delay=delay, next_host=next_host
-        )
+        entry = encode_entry(next_task)
+        return self._complete(lease, "hop", entry, delay=delay, next_host=next_host, then=then)
 
     def complete_retry(
-        self, lease: Lease, task: Task, *, delay: float, backoff: float = 0.0, strikes: int = 0
+        self,
+        lease: Lease,
+        task: Task,
+        *,
+        delay: float,
+        backoff: float = 0.0,
+        strikes: int = 0,
+        then: Then | None = None,
     ) -> Completion:
         """Send ``task`` again, first in its host's queue, not before ``backoff`` seconds
         (the host is paused for every process)."""
         return self._complete(
-            lease, "retry", encode_entry(task), delay=delay, backoff=backoff, strikes=strikes
+            lease,
+            "retry",
+            encode_entry(task),
+            delay=delay,
+            backoff=backoff,
+            strikes=strikes,
+            then=then,
         )
 
     def commit(self, row: int, line: str) -> bool:
         """Commit a result that holds no lease: a row judged without a request (an invalid
         URL), or one whose lease was lost while its request ran. First result wins."""
-        _, committed = self.scripts.run("complete", "", "", "result", 0, 0, 0, row, line, "")
-        return bool(committed)
+        lease = Lease("", "", 0, Task(row, "", None, None, {}, ""))
+        return self._complete(lease, "result", line, delay=0).committed
 
     def release(self, lease: Lease, *, delay: float) -> Completion:
         """Hand back a claimed task that was never sent."""
@@ -159,8 +197,9 @@ class Frontier:
         backoff: float = 0.0,
         strikes: int = 0,
         next_host: str = "",
+        then: Then | None = None,
     ) -> Completion:
-        owned, committed = self.scripts.run(
+        reply = self.scripts.run(
             "complete",
             lease.host,
             lease.token,
@@ -171,8 +210,13 @@ class Frontier:
             lease.task.row,
             payload,
             next_host,
+            self.owner,
+            _ms(then.ttl) if then else 0,
+            then.n if then else 0,
+            REAP_LIMIT,
         )
-        return Completion(bool(owned), bool(committed))
+        claim = _claim(reply[2:]) if then and then.n > 0 else None
+        return Completion(bool(reply[0]), bool(reply[1]), claim)
 
     def renew(self, leases: Iterable[Lease], *, ttl: float, info: WorkerInfo | None) -> Renewal:
         args: list[str | int] = [self.owner, _ms(ttl), "" if info is None else info.to_json()]

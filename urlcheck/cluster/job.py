@@ -85,15 +85,22 @@ class ClusterJob:
         value = guarded(self.client.get, self.keys.key("fed"))
         return bytes(value or b"")
 
-    def collect(self, count: int, *, pending: bool = False) -> Collection:
+    def collect(
+        self, count: int, *, pending: bool = False, acknowledge: list[str] | None = None
+    ) -> Collection:
         """Up to ``count`` committed results not acknowledged yet; ``pending`` reads again
-        those handed out before (after a coordinator restart), else new ones. Never blocks."""
+        those handed out before (after a coordinator restart), else new ones. Never blocks.
+        ``acknowledge`` forgets entries already on disk, in the same round trip."""
         pipe = self.client.pipeline(transaction=False)
+        stream = self.keys.key("results")
+        if acknowledge:
+            pipe.xack(stream, GROUP, *acknowledge)
+            pipe.xdel(stream, *acknowledge)
         pipe.hmget(self.keys.key("meta"), ["control", "status"])
         pipe.xreadgroup(
-            GROUP, CONSUMER, {self.keys.key("results"): "0" if pending else ">"}, count=count
+            GROUP, CONSUMER, {stream: "0" if pending else ">"}, count=count
         )
-        meta, read = guarded(pipe.execute, raise_on_error=False)
+        *_, meta, read = guarded(pipe.execute, raise_on_error=False)
         if isinstance(meta, Exception):
             raise ClusterError(f"Redis error: {meta}")
         control, status = (text(v) if v is not None else "" for v in meta)

@@ -75,6 +75,8 @@ class Coordinator:
         self._last_written = time.monotonic()
         self._last_audit = time.monotonic()
         self._error_logged = False
+        self._next_collect = 0.0
+        self._idle_ticks = 0
 
     # --- opening ---------------------------------------------------------------------------------
 
@@ -154,8 +156,11 @@ class Coordinator:
 
     # --- collecting ------------------------------------------------------------------------------
 
-    def collect(self) -> None:
+    def collect(self, *, force: bool = False) -> None:
         if self.collector is None:
+            return
+        now = time.monotonic()
+        if now < self._next_collect and not force:
             return
         try:
             for _ in range(20):
@@ -165,6 +170,10 @@ class Coordinator:
                     return
                 if len(step.written) + step.duplicates < self.collector.batch:
                     break
+            # Nothing came in: look again less often (up to 1 s), to save round trips.
+            idle = not step.written and not step.duplicates
+            self._idle_ticks = self._idle_ticks + 1 if idle else 0
+            self._next_collect = now + min(self._idle_ticks * 0.2, 1.0)
             self._audit()
         except ClusterError as exc:
             self._log_error(exc)
@@ -264,7 +273,8 @@ class Coordinator:
     def close(self, reason: str) -> None:
         try:
             if self.collector is not None:
-                self.collect()
+                self.collect(force=True)
+                self.collector.flush()
             if reason == "cancelled":
                 self.runtime.job.control("cancel")
                 self.runtime.job.finish("cancelled", ttl=self.runtime.config.finished_ttl)

@@ -44,10 +44,17 @@ class ClusterResultsPipeline:
         line = json.dumps(adapter.asdict(), ensure_ascii=False)
         runtime = self.runtime
         lease = runtime.book.pop(row)
+        scheduler = runtime.scheduler
         try:
             if lease is not None:
-                delay = runtime.delay_for(lease.host)
-                committed = runtime.frontier.complete_result(lease, line, delay=delay).committed
+                then = scheduler.then() if scheduler is not None else None
+                asked = runtime.book.clock()
+                done = runtime.frontier.complete_result(
+                    lease, line, delay=runtime.delay_for(lease.host), then=then
+                )
+                committed = done.committed
+                if done.claim is not None and scheduler is not None:
+                    scheduler.accept(done.claim, asked)
             else:  # judged without a request, or its lease was lost meanwhile: first one wins
                 committed = runtime.frontier.commit(row, line)
         except ClusterError as exc:

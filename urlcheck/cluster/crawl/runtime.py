@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from urlcheck.cluster.crawl.coordinator import Coordinator
+    from urlcheck.cluster.crawl.scheduler import ClusterScheduler
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class ClusterRuntime:
         self.finished = False  # the job is done or cancelled: ask for no more work
         self.control = ""
         self.coordinator: Coordinator | None = None  # set by the ClusterCoordinator extension
+        self.scheduler: ClusterScheduler | None = None  # set when the scheduler opens
 
     @classmethod
     def for_crawler(cls, crawler: Crawler, spider: Spider | None = None) -> ClusterRuntime | None:

@@ -39,6 +39,7 @@ from urlcheck.cluster.crawl.tasks import (
     worker_lost_result,
 )
 from urlcheck.cluster.errors import ClusterError, ClusterUnavailableError
+from urlcheck.cluster.frontier import Then
 from urlcheck.cluster.task import decode_entry, encode_entry
 from urlcheck.urls import host_key
 
@@ -123,6 +124,7 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
     def open(self, spider: Spider) -> None:
         self.spider = spider  # type: ignore[assignment]
         self.queue = HostLeaseQueue(self.runtime, spider)
+        self.runtime.scheduler = self
         self.df = BaseDupeFilter()  # chains detect their own loops
         HostBackoff.for_crawler(self.crawler).on_pause(self._host_paused)
         self.crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
@@ -165,14 +167,15 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
         host = host_key(request.url)
         delay = self.runtime.delay_for(lease.host)
         frontier = self.runtime.frontier
+        then, asked = self.then(), self.runtime.book.clock()
         try:
             if host != lease.host or len(task.chain) > len(lease.task.chain):
-                frontier.complete_hop(lease, host, task, delay=delay)
+                done = frontier.complete_hop(lease, host, task, delay=delay, then=then)
                 self._inc("urlcheck/cluster/hops")
             else:
                 backoff = self._backoff.pop(lease.host, 0.0)
-                frontier.complete_retry(
-                    lease, task, delay=delay, backoff=backoff, strikes=task.retry_times
+                done = frontier.complete_retry(
+                    lease, task, delay=delay, backoff=backoff, strikes=task.retry_times, then=then
                 )
                 self._inc("urlcheck/cluster/retries")
         except ClusterError as exc:
@@ -184,7 +187,8 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
             )
             self._inc("urlcheck/cluster/unavailable")
             return False
-        self._next_claim = 0.0
+        if done.claim is not None:
+            self.accept(done.claim, asked)
         return True
 
     def next_request(self) -> Request | None:
@@ -210,6 +214,20 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
             return None
         self._available()
         self._inc("urlcheck/cluster/claims")
+        self.accept(claim, asked)
+        return self._pop_ready()
+
+    def then(self) -> Then | None:
+        """What a completion should claim in its round trip: the free download places."""
+        engine = self.crawler.engine
+        if self.runtime.finished or self._closing or engine is None:
+            return None
+        free = engine.downloader.total_concurrency - len(engine.downloader.active)
+        free -= len(self._ready)
+        return Then(free, self.runtime.config.lease_ttl) if free > 0 else None
+
+    def accept(self, claim: Claim, asked: float) -> None:
+        """Take the leases of a claim (made here or with a completion) sent at ``asked``."""
         self._follow_control(claim.control, claim.status)
         self.runtime.book.add(claim.leases, asked)
         for lease in claim.leases:
@@ -221,16 +239,19 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
             self._ready.append(request_from_task(self.spider, lease.task))
         if claim.reaped:
             self._inc("urlcheck/cluster/reaped", claim.reaped)
-        request = self._pop_ready()
-        if request is None:
+        now = time.monotonic()
+        if self._ready:
+            self._next_claim = now
+            self._wake_engine_at(now)
+            return
+        if claim.control != "run":
+            wait = _IDLE_POLL
+        elif claim.wait is None:  # nothing queued anywhere: new work comes with pushes
             wait = self.runtime.config.poll_interval
-            if claim.control != "run":
-                wait = _IDLE_POLL
-            elif claim.wait is not None:
-                wait = min(claim.wait, wait)
-            self._next_claim = now + wait
-            self._wake_engine_at(self._next_claim)
-        return request
+        else:
+            wait = min(claim.wait, _IDLE_POLL)
+        self._next_claim = now + wait
+        self._wake_engine_at(self._next_claim)
 
     # --- helpers --------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
--- complete(prefix, host, token, kind, delay_ms, backoff_ms, strikes, row, payload, next_host)
---   -> {owned, committed}
+-- complete(prefix, host, token, kind, delay_ms, backoff_ms, strikes, row, payload, next_host,
+--          owner, ttl_ms, claim_n, reap_limit)
+--   -> {owned, committed, then the reply of claim(owner, ttl_ms, claim_n) when claim_n > 0}
 -- kind: result (payload = the results.jsonl line), hop (payload = the next task entry, queued at
 -- the front of next_host), retry (payload = the task entry, back at the front of host) or
 -- release (a claimed task never sent: it goes back as it was).
@@ -48,4 +49,13 @@ if kind == 'result' then
 elseif kind == 'hop' and owned and not is_done(row) then
   push(next_host, payload, true, now)
 end
-return {owned and 1 or 0, committed}
+local reply = {owned and 1 or 0, committed}
+-- The request's download place is free again: lease the next task in the same round trip.
+local claim_n = tonumber(ARGV[13])
+if claim_n > 0 then
+  for _, value in ipairs(claim(ARGV[11], tonumber(ARGV[12]), claim_n, delay,
+    tonumber(ARGV[14]), now)) do
+    table.insert(reply, value)
+  end
+end
+return reply
