@@ -255,3 +255,52 @@ def test_distributed_mode_needs_a_job_name_and_workers_need_redis(tmp_path: Path
     )
     assert out.returncode == 2
     assert "needs -s REDIS_URL" in out.stderr
+
+
+def scrapy_job(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "job", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_job_commands_reach_the_whole_cluster(
+    site: SiteServer, server: RedisServer, tmp_path: Path
+) -> None:
+    csv = write_rows(site, tmp_path / "urls.csv", "ctl", 40, slow=1.0)
+    worker = crawl(tmp_path, "worker", "ctl", server.url)
+    coord = coordinator(tmp_path, "ctl", server.url, csv)
+    jobdir = str(tmp_path / "job")
+    wait_for(lambda: len(result_rows(tmp_path)) >= 2)
+    wait_for(lambda: leases_of(server.url, "ctl", worker.pid) >= 1)
+    status = scrapy_job("status", jobdir)
+    assert status.returncode == 0, status.stderr
+    assert "cluster: job 'ctl' running (control: run)" in status.stdout
+    roles = [
+        line.split()[1]
+        for line in status.stdout.splitlines()
+        if f":{worker.pid}:" in line or f":{coord.pid}:" in line
+    ]
+    assert sorted(roles) == ["coordinator", "worker"]
+    as_json = json.loads(scrapy_job("status", jobdir, "--json").stdout)
+    assert {w["pid"] for w in as_json["cluster"]["workers"]} == {worker.pid, coord.pid}
+    paused = scrapy_job("pause", jobdir)
+    assert "cluster: pause sent to every process of job 'ctl'" in paused.stdout
+    assert scrapy_job("resume", jobdir).returncode == 0
+    cancel = scrapy_job("cancel", jobdir)
+    assert cancel.returncode == 0, cancel.stderr
+    assert coord.wait(timeout=60) == 5
+    assert worker.wait(timeout=60) == 0
+    rows = result_rows(tmp_path)
+    assert len(rows) == len(set(rows)) < 40
+    missing = scrapy_job("clean", "ctl")
+    assert missing.returncode == 2 and "REDIS_URL" in missing.stderr
+    cleaned = scrapy_job("clean", "ctl", "-s", f"REDIS_URL={server.url}")
+    assert cleaned.returncode == 0 and "removed" in cleaned.stdout
+    client = redis.Redis.from_url(server.url)
+    assert client.keys("uc:{ctl}:*") == []
+    client.close()

@@ -97,9 +97,7 @@ class ClusterJob:
             pipe.xack(stream, GROUP, *acknowledge)
             pipe.xdel(stream, *acknowledge)
         pipe.hmget(self.keys.key("meta"), ["control", "status"])
-        pipe.xreadgroup(
-            GROUP, CONSUMER, {stream: "0" if pending else ">"}, count=count
-        )
+        pipe.xreadgroup(GROUP, CONSUMER, {stream: "0" if pending else ">"}, count=count)
         *_, meta, read = guarded(pipe.execute, raise_on_error=False)
         if isinstance(meta, Exception):
             raise ClusterError(f"Redis error: {meta}")

@@ -28,6 +28,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
+from urlcheck.cluster.admin import CLUSTER_FILE
 from urlcheck.cluster.collector import ResultCollector
 from urlcheck.cluster.crawl.runtime import ClusterRuntime, redacted
 from urlcheck.cluster.crawl.tasks import task_from_row
@@ -50,7 +51,6 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-CLUSTER_FILE = "cluster.json"
 _PUSH_BATCH = 100
 _AUDIT_EVERY = 5.0
 
