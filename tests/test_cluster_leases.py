@@ -50,7 +50,9 @@ def test_a_finished_download_without_outcome_is_left_to_expire() -> None:
     book.sent(1)
     book.finished(1)
     assert [x.task.row for x in book.unsent()] == [2]
+    assert book.awaiting_outcome(within=10) == 1
     clock.advance(59)
+    assert book.awaiting_outcome(within=10) == 0
     assert len(book.renewable(stuck_after=60)) == 2
     clock.advance(2)
     assert [x.task.row for x in book.renewable(stuck_after=60)] == [2]

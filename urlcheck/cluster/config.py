@@ -25,7 +25,7 @@ class ClusterConfig:
     lease_ttl: float = 30.0  # DOWNLOAD_TIMEOUT + URLCHECK_CLUSTER_LEASE_EXTRA
     renew_interval: float = 5.0
     poll_interval: float = 0.5
-    collect_interval: float = 0.2
+    collect_interval: float = 0.5
     finished_ttl: float = 7 * 24 * 3600.0
     delay: float = 0.3  # DOWNLOAD_DELAY: the per-host floor in Redis too
 
@@ -57,7 +57,7 @@ class ClusterConfig:
             lease_ttl=timeout + extra,
             renew_interval=renew,
             poll_interval=read.number("URLCHECK_CLUSTER_POLL_INTERVAL", 0.5, minimum=0.01),
-            collect_interval=read.number("URLCHECK_CLUSTER_COLLECT_INTERVAL", 0.2, minimum=0.01),
+            collect_interval=read.number("URLCHECK_CLUSTER_COLLECT_INTERVAL", 0.5, minimum=0.01),
             finished_ttl=read.number("URLCHECK_CLUSTER_FINISHED_TTL", 7 * 24 * 3600.0),
             delay=read.number("DOWNLOAD_DELAY", 0.0),
         )

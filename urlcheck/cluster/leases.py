@@ -69,6 +69,16 @@ class LeaseBook:
         if held is not None:
             held.finished_at = self.clock()
 
+    def awaiting_outcome(self, *, within: float = 10.0) -> int:
+        """Leases whose download ended moments ago: each will complete, and claim in the same
+        round trip, for the place it freed."""
+        now = self.clock()
+        return sum(
+            1
+            for held in self._held.values()
+            if held.finished_at is not None and now - held.finished_at < within
+        )
+
     def renewable(self, *, stuck_after: float = 60.0) -> list[Lease]:
         """Leases to extend. One whose download ended long ago with no outcome (a callback that
         raised) is left to expire, so Redis gives the row to someone else."""

@@ -173,7 +173,9 @@ class Coordinator:
             # Nothing came in: look again less often (up to 1 s), to save round trips.
             idle = not step.written and not step.duplicates
             self._idle_ticks = self._idle_ticks + 1 if idle else 0
-            self._next_collect = now + min(self._idle_ticks * 0.2, 1.0)
+            self._next_collect = now + min(
+                self._idle_ticks * self.runtime.config.collect_interval, 2.0
+            )
             self._audit()
         except ClusterError as exc:
             self._log_error(exc)

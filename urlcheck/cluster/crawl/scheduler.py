@@ -199,9 +199,9 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
         if now < self._next_claim:
             self._wake_engine_at(self._next_claim)
             return None
-        engine = self.crawler.engine
-        assert engine is not None and self.queue is not None
-        free = engine.downloader.total_concurrency - len(engine.downloader.active)
+        assert self.queue is not None
+        # Downloads that just ended claim their successor with their completion.
+        free = self._free_places() - self.runtime.book.awaiting_outcome()
         if free <= 0:
             return None
         asked = self.runtime.book.clock()
@@ -219,12 +219,17 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
 
     def then(self) -> Then | None:
         """What a completion should claim in its round trip: the free download places."""
-        engine = self.crawler.engine
-        if self.runtime.finished or self._closing or engine is None:
+        if self.runtime.finished or self._closing:
             return None
-        free = engine.downloader.total_concurrency - len(engine.downloader.active)
-        free -= len(self._ready)
+        free = self._free_places() - self.runtime.book.awaiting_outcome()
         return Then(free, self.runtime.config.lease_ttl) if free > 0 else None
+
+    def _free_places(self) -> int:
+        engine = self.crawler.engine
+        if engine is None:
+            return 0
+        downloader = engine.downloader
+        return downloader.total_concurrency - len(downloader.active) - len(self._ready)
 
     def accept(self, claim: Claim, asked: float) -> None:
         """Take the leases of a claim (made here or with a completion) sent at ``asked``."""
