@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from urlcheck.clock import ManualClock
 from urlcheck.cluster import Lease, Task
 from urlcheck.cluster.leases import LeaseBook
-from urlcheck.proxypool.clock import ManualClock
 
 
 def lease(row: int, host: str = "a", token: str = "1") -> Lease:

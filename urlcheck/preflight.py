@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from urlcheck.cluster.config import check_cluster
 from urlcheck.config import ConfigError, UrlcheckConfig
 from urlcheck.csvinput import CsvSource, InputError
 from urlcheck.jobs.errors import JobError, JobLockedError
@@ -42,6 +43,13 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
     when the user named none, and ``-a csv`` may be left out when the job keeps its own copy.
     """
     csv = spider_args.get("csv")
+    try:
+        check_cluster(settings, spider_args)
+        if not csv and spider_args.get("job"):  # a worker of a distributed job
+            UrlcheckConfig.from_settings(settings)
+            return None
+    except ConfigError as exc:
+        raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
     jobdir = choose_jobdir(settings, csv)
     if not csv:
         copy = jobdir / INPUT_COPY if jobdir is not None else None

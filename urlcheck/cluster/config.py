@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.cluster.keys import check_job_name
-from urlcheck.config import ConfigError, SettingsReader
+from urlcheck.settingsreader import ConfigError, SettingsReader
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings

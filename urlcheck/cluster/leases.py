@@ -9,14 +9,13 @@ drops the request instead of sending it next to the copy another process now hol
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from urlcheck.clock import Clock
     from urlcheck.cluster.frontier import Lease
-
-Clock = Callable[[], float]
 
 
 @dataclass(slots=True)

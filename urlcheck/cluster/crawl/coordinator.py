@@ -28,6 +28,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
+from urlcheck import scrapyinternals as internals
 from urlcheck.cluster.admin import CLUSTER_FILE
 from urlcheck.cluster.collector import ResultCollector
 from urlcheck.cluster.crawl.runtime import ClusterRuntime, redacted
@@ -35,6 +36,8 @@ from urlcheck.cluster.crawl.tasks import task_from_row
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.extensions.jobcontrol import job_paused, job_resumed
 from urlcheck.jobs.files import atomic_write_json
+from urlcheck.results import Result
+from urlcheck.runtime import runtime
 from urlcheck.urls import host_key
 
 if TYPE_CHECKING:
@@ -107,7 +110,7 @@ class Coordinator:
     async def feed(self, spider: CheckSpider, source: CsvSource, feeder: HostFeeder) -> None:
         """Queue every open row in Redis, a few ahead per host; returns when all are queued."""
         self.spider, self.source, self.feeder = spider, source, feeder
-        results = spider.results
+        results = runtime(self.crawler).results
         assert results is not None
         results.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = results.path.open("ab", buffering=0)
@@ -140,7 +143,7 @@ class Coordinator:
     def _task(self, ref: RowRef) -> tuple[str, Task]:
         assert self.spider is not None and self.source is not None
         row_task = self.spider._task(self.source.read_at(ref.offset, ref.row), ref.host_id)
-        task = task_from_row(row_task, self.spider.config.method)
+        task = task_from_row(row_task, self.spider.method)
         return host_key(task.target), task
 
     async def _retrying(self, call: Callable[[], T]) -> T:
@@ -186,10 +189,10 @@ class Coordinator:
     def _write(self, row: int, line: str) -> None:
         assert self._file is not None
         try:
-            item: Any = json.loads(line)
+            data: Any = json.loads(line)
         except ValueError:
-            item = None
-        if not isinstance(item, dict) or item.get("row") != row:
+            data = None
+        if not isinstance(data, dict) or data.get("row") != row:
             logger.error("Results stream: entry for row %d is not a result line: %.200r", row, line)
             return
         self._file.write(line.encode("utf-8") + b"\n")
@@ -200,7 +203,10 @@ class Coordinator:
         if self._room is not None:
             self._room.set()
         self.crawler.signals.send_catch_log(
-            signal=signals.item_scraped, item=item, response=None, spider=self.spider
+            signal=signals.item_scraped,
+            item=Result.from_dict(data),
+            response=None,
+            spider=self.spider,
         )
 
     def _sync(self) -> None:
@@ -244,13 +250,12 @@ class Coordinator:
         )
 
     def _check_done(self) -> None:
-        spider = self.spider
+        rt = runtime(self.crawler)
         if (
             self.runtime.finished
             or not self.fed_all
-            or spider is None
-            or spider.results is None
-            or len(spider.results.done) < spider.total_rows
+            or rt.results is None
+            or len(rt.results.done) < rt.total_rows
         ):
             return
         try:
@@ -260,10 +265,7 @@ class Coordinator:
             return
         logger.info("Job %r: every row has its result", self.runtime.job.job)
         self.runtime.finished = True
-        engine = self.crawler.engine
-        slot = getattr(engine, "_slot", None) if engine else None
-        if slot is not None:
-            slot.nextcall.schedule()
+        internals.wake_engine(self.crawler.engine)
 
     def _log_error(self, exc: ClusterError) -> None:
         if not self._error_logged:

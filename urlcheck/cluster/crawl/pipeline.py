@@ -8,15 +8,14 @@ reaches results.jsonl, whichever process checked it.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import TYPE_CHECKING, Any, Self
 
-from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
 
 from urlcheck.cluster.crawl.runtime import ClusterRuntime
 from urlcheck.cluster.errors import ClusterError
+from urlcheck.results import Result
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -37,11 +36,10 @@ class ClusterResultsPipeline:
         return cls(crawler, runtime)
 
     def process_item(self, item: Any) -> Any:
-        adapter = ItemAdapter(item)
-        row = adapter.get("row")
-        if not isinstance(row, int) or isinstance(row, bool):
+        if not isinstance(item, Result):
             return item
-        line = json.dumps(adapter.asdict(), ensure_ascii=False)
+        row = item.row
+        line = item.to_json_line().decode("utf-8").rstrip("\n")
         runtime = self.runtime
         lease = runtime.book.pop(row)
         scheduler = runtime.scheduler

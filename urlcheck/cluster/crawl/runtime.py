@@ -1,5 +1,5 @@
-"""One process's share of a distributed job, which every Scrapy component finds the same way
-(:meth:`ClusterRuntime.for_crawler`; None when ``REDIS_URL`` is not set)."""
+"""One process's share of a distributed job: ``runtime(crawler).cluster`` (None when
+``REDIS_URL`` is not set), made by the check spider, which knows the job and the role."""
 
 from __future__ import annotations
 
@@ -8,21 +8,22 @@ import os
 import secrets
 import socket
 import time
-from typing import TYPE_CHECKING, ClassVar
-from weakref import WeakKeyDictionary
+from typing import TYPE_CHECKING
 
-from urlcheck.cluster.config import ClusterConfig
+from urlcheck import scrapyinternals as internals
 from urlcheck.cluster.connection import connect
 from urlcheck.cluster.frontier import Frontier
 from urlcheck.cluster.job import ClusterJob
 from urlcheck.cluster.leases import LeaseBook
 from urlcheck.cluster.workers import WorkerInfo
-from urlcheck.config import ConfigError
+from urlcheck.runtime import runtime
+from urlcheck.settingsreader import ConfigError
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
+    from urlcheck.cluster.config import ClusterConfig
     from urlcheck.cluster.crawl.coordinator import Coordinator
     from urlcheck.cluster.crawl.scheduler import ClusterScheduler
 
@@ -33,8 +34,6 @@ WORKER = "worker"
 
 
 class ClusterRuntime:
-    _instances: ClassVar[WeakKeyDictionary[Crawler, ClusterRuntime | None]] = WeakKeyDictionary()
-
     def __init__(self, crawler: Crawler, config: ClusterConfig, job: str, role: str) -> None:
         self.crawler = crawler
         self.config = config
@@ -53,30 +52,26 @@ class ClusterRuntime:
 
     @classmethod
     def for_crawler(cls, crawler: Crawler, spider: Spider | None = None) -> ClusterRuntime | None:
-        """The runtime of this crawl; the spider's ``from_crawler`` passes itself (the crawler
-        gets its spider only afterwards)."""
-        if crawler in cls._instances:
-            return cls._instances[crawler]
-        config = ClusterConfig.from_settings(crawler.settings)
-        runtime = None
-        if config is not None:
-            spider = spider or crawler.spider
-            job = getattr(spider, "job", None)
-            if not job:
-                raise ConfigError(
-                    "REDIS_URL is set (distributed mode): name the job with -a job=NAME"
-                )
-            role = COORDINATOR if getattr(spider, "csv_path", None) is not None else WORKER
-            runtime = cls(crawler, config, str(job), role)
-            logger.info(
-                "Distributed mode: %s %s of job %r on %s",
-                role,
-                runtime.owner,
-                str(job),
-                redacted(config.redis_url),
-            )
-        cls._instances[crawler] = runtime
-        return runtime
+        """The crawl's cluster runtime, made on first use; the spider's ``from_crawler`` passes
+        itself (the crawler gets its spider only afterwards)."""
+        rt = runtime(crawler)
+        config = rt.config.cluster
+        if rt.cluster is not None or config is None:
+            return rt.cluster
+        spider = spider or crawler.spider
+        job = getattr(spider, "job", None)
+        if not job:
+            raise ConfigError("REDIS_URL is set (distributed mode): name the job with -a job=NAME")
+        role = COORDINATOR if getattr(spider, "csv_path", None) is not None else WORKER
+        rt.cluster = cls(crawler, config, str(job), role)
+        logger.info(
+            "Distributed mode: %s %s of job %r on %s",
+            role,
+            rt.cluster.owner,
+            str(job),
+            redacted(config.redis_url),
+        )
+        return rt.cluster
 
     @property
     def is_coordinator(self) -> bool:
@@ -92,7 +87,7 @@ class ClusterRuntime:
         """The per-host delay this process would keep (DOWNLOAD_DELAY, raised by AutoThrottle);
         stored in Redis with each completion so every process keeps the learned one."""
         engine = self.crawler.engine
-        slot = engine.downloader.slots.get(host) if engine is not None else None
+        slot = internals.slot_times(engine.downloader, host) if engine is not None else None
         return max(self.config.delay, slot.delay if slot is not None else 0.0)
 
 

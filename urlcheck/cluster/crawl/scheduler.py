@@ -15,7 +15,6 @@ blocks and nothing crashes; leases not renewed in time are not sent.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -30,7 +29,7 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy_redis.queue import Base as RedisQueueBase
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 
-from urlcheck.backoff import HostBackoff
+from urlcheck import scrapyinternals as internals
 from urlcheck.cluster.crawl.runtime import ClusterRuntime
 from urlcheck.cluster.crawl.tasks import (
     request_from_task,
@@ -41,6 +40,7 @@ from urlcheck.cluster.crawl.tasks import (
 from urlcheck.cluster.errors import ClusterError, ClusterUnavailableError
 from urlcheck.cluster.frontier import Then
 from urlcheck.cluster.task import decode_entry, encode_entry
+from urlcheck.runtime import runtime
 from urlcheck.urls import host_key
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
         self.queue = HostLeaseQueue(self.runtime, spider)
         self.runtime.scheduler = self
         self.df = BaseDupeFilter()  # chains detect their own loops
-        HostBackoff.for_crawler(self.crawler).on_pause(self._host_paused)
+        runtime(self.crawler).backoff.on_pause(self._host_paused)
         self.crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
         self._renewer = create_looping_call(self._renew)
         self._renewer.start(self.runtime.config.renew_interval, now=True)
@@ -229,7 +229,8 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
         if engine is None:
             return 0
         downloader = engine.downloader
-        return downloader.total_concurrency - len(downloader.active) - len(self._ready)
+        active = sum(1 for _ in internals.requests_in_downloader(downloader))
+        return downloader.total_concurrency - active - len(self._ready)
 
     def accept(self, claim: Claim, asked: float) -> None:
         """Take the leases of a claim (made here or with a completion) sent at ``asked``."""
@@ -279,8 +280,9 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
         result = worker_lost_result(self.spider, lease.task, lease.reaps)
         self.runtime.book.pop(lease.task.row)
         try:
+            line = result.to_json_line().decode("utf-8").rstrip("\n")
             done = self.runtime.frontier.complete_result(
-                lease, json.dumps(result, ensure_ascii=False), delay=self.runtime.config.delay
+                lease, line, delay=self.runtime.config.delay
             )
         except ClusterError as exc:
             logger.warning("Redis: could not record row %d as worker_lost: %s", lease.task.row, exc)
@@ -378,10 +380,7 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
     def _wake_engine(self) -> None:
         self._wakeup = None
         self._wakeup_at = math.inf
-        engine = self.crawler.engine
-        slot = getattr(engine, "_slot", None) if engine else None
-        if slot is not None:
-            slot.nextcall.schedule()
+        internals.wake_engine(self.crawler.engine)
 
     def _inc(self, key: str, count: int = 1) -> None:
         if self.stats is not None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
+from urlcheck import meta as m
 from urlcheck.cluster.task import Task
-from urlcheck.middlewares.backoff import META_RETRY_AFTER
-from urlcheck.results import RowTask, build_result
-from urlcheck.spiders.check import META_CHAIN, META_RETRIES, META_TASK
+from urlcheck.results import Hop, Result, RowTask, build_result
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -16,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def row_of(request: Request) -> int | None:
-    task = request.meta.get(META_TASK)
+    task = request.meta.get(m.TASK)
     return task.row if isinstance(task, RowTask) else None
 
 
@@ -37,7 +36,7 @@ def task_from_row(row_task: RowTask, method: str) -> Task:
 
 def task_from_request(request: Request) -> Task:
     meta = request.meta
-    row_task: RowTask = meta[META_TASK]
+    row_task: RowTask = meta[m.TASK]
     return Task(
         row=row_task.row,
         url=row_task.url,
@@ -46,11 +45,11 @@ def task_from_request(request: Request) -> Task:
         extra=dict(row_task.extra),
         target=request.url,
         method=request.method,
-        chain=list(meta[META_CHAIN]),
+        chain=list(meta[m.CHAIN]),
         notes=list(row_task.notes),
-        retries=int(meta[META_RETRIES]),
+        retries=int(meta[m.RETRIES]),
         retry_times=int(meta.get("retry_times", 0)),
-        retry_after=meta.get(META_RETRY_AFTER),
+        retry_after=meta.get(m.RETRY_AFTER),
     )
 
 
@@ -68,19 +67,23 @@ def _row_task(task: Task) -> RowTask:
 
 def request_from_task(spider: CheckSpider, task: Task) -> Request:
     request = spider._request(
-        _row_task(task), task.target, list(task.chain), retries=task.retries, method=task.method
+        _row_task(task),
+        task.target,
+        cast("list[Hop]", list(task.chain)),
+        retries=task.retries,
+        method=task.method,
     )
     if task.retry_times:
         request.meta["retry_times"] = task.retry_times
     if task.retry_after is not None:
-        request.meta[META_RETRY_AFTER] = task.retry_after
+        request.meta[m.RETRY_AFTER] = task.retry_after
     return request
 
 
-def worker_lost_result(spider: CheckSpider, task: Task, reaps: int) -> dict[str, Any]:
+def worker_lost_result(spider: CheckSpider, task: Task, reaps: int) -> Result:
     return build_result(
         _row_task(task),
-        list(task.chain),
+        cast("list[Hop]", list(task.chain)),
         rules=spider.rules,
         error="worker_lost",
         error_message=(
