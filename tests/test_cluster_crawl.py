@@ -112,9 +112,9 @@ def write_rows(site: SiteServer, path: Path, tag: str, count: int, slow: float =
         host, other = HOSTS[i % len(HOSTS)], HOSTS[(i + 1) % len(HOSTS)]
         if i % 4 == 0:  # a cross-host hop: the hop obeys its own host's politeness
             target = site.url(other, f"/delay/{slow}?{tag}={i}")
-            path = f"/delay/{slow}%3F{tag}%3D{i}"
+            hop = f"/delay/{slow}%3F{tag}%3D{i}"
             rows.append(
-                f"{site.url(host, f'/301-redirect-to-host?host={other}&path={path}')},{target}"
+                f"{site.url(host, f'/301-redirect-to-host?host={other}&path={hop}')},{target}"
             )
         elif i % 4 == 1:
             rows.append(f"{site.url(host, f'/chain/2?{tag}={i}')},")
