@@ -236,6 +236,28 @@ def test_redis_restarted_empty_loses_no_row(
     assert "Redis had lost job 'restart'" in log
 
 
+def test_a_frozen_redis_pauses_dispatch_and_nothing_is_lost(
+    site: SiteServer, server: RedisServer, tmp_path: Path
+) -> None:
+    total = 32
+    csv = write_rows(site, tmp_path / "urls.csv", "frozen", total, slow=0.3)
+    since = time.time()
+    worker = crawl(tmp_path, "worker", "frozen", server.url, settings=FAST_LEASES)
+    coord = coordinator(tmp_path, "frozen", server.url, csv, settings=FAST_LEASES)
+    wait_for(lambda: len(result_rows(tmp_path)) >= 6)
+    server.freeze()  # every call now times out after 1.5 s
+    time.sleep(4.0)
+    server.thaw()
+    assert coord.wait(timeout=180) == 0
+    assert worker.wait(timeout=60) == 0
+    assert_each_row_once(tmp_path, total)
+    assert_polite(site, since)
+    for name in ("coordinator", "worker"):
+        log = (tmp_path / f"{name}.log").read_text()
+        assert "dispatch paused until it answers" in log, name
+        assert "Traceback" not in log, name
+
+
 def test_distributed_mode_needs_a_job_name_and_workers_need_redis(tmp_path: Path) -> None:
     csv = tmp_path / "urls.csv"
     csv.write_text("url\nhttp://127.0.0.2/\n")

@@ -270,7 +270,7 @@ class Coordinator:
     def _log_error(self, exc: ClusterError) -> None:
         if not self._error_logged:
             self._error_logged = True
-            logger.warning("Redis: %s; the coordinator keeps trying", exc)
+            logger.warning("%s; the coordinator keeps trying", exc)
 
     # --- closing ---------------------------------------------------------------------------------
 

@@ -146,6 +146,14 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
             frontier.renew([], ttl=self.runtime.config.lease_ttl, info=self.runtime.info())
         except ClusterError as exc:
             logger.warning("Could not hand back unsent leases (they expire on their own): %s", exc)
+        logger.info(
+            "This %s (%s) committed %d rows of job %r (%s)",
+            self.runtime.role,
+            self.runtime.owner,
+            self.runtime.rows_done,
+            self.runtime.job.job,
+            reason,
+        )
         if self.stats is not None:
             self.stats.set_value(
                 "urlcheck/cluster/round_trips",
@@ -359,7 +367,7 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
         if self._down_since is None:
             self._down_since = time.monotonic()
             level = logging.WARNING if isinstance(exc, ClusterUnavailableError) else logging.ERROR
-            logger.log(level, "Redis: %s; dispatch paused until it answers", exc)
+            logger.log(level, "%s; dispatch paused until it answers", exc)
 
     def _available(self) -> None:
         if self._down_since is not None:
