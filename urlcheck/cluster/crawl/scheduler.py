@@ -67,7 +67,8 @@ class _JsonTasks:
 
 
 class HostLeaseQueue(RedisQueueBase):  # type: ignore[misc]
-    """scrapy-redis's queue interface over the per-host frontier."""
+    """scrapy-redis's queue interface over the per-host frontier. Nothing is pushed through it:
+    the coordinator queues rows, and hops and retries go back with their lease's completion."""
 
     def __init__(self, runtime: ClusterRuntime, spider: Spider) -> None:
         super().__init__(
@@ -77,10 +78,6 @@ class HostLeaseQueue(RedisQueueBase):  # type: ignore[misc]
 
     def __len__(self) -> int:
         return len(self.runtime.book)  # leases held here; the job's size is `scrapy job status`
-
-    def push(self, request: Request) -> None:
-        task = task_from_request(request)
-        self.runtime.frontier.push([(host_key(task.target), task)])
 
     def claim(self, n: int) -> Claim:
         config = self.runtime.config
