@@ -225,13 +225,16 @@ def test_redis_restarted_empty_loses_no_row(
 ) -> None:
     total = 32
     csv = write_rows(site, tmp_path / "urls.csv", "restart", total, slow=0.3)
-    worker = crawl(tmp_path, "worker", "restart", server.url)
-    coord = coordinator(tmp_path, "restart", server.url, csv)
+    since = time.time()
+    worker = crawl(tmp_path, "worker", "restart", server.url, settings=FAST_LEASES)
+    coord = coordinator(tmp_path, "restart", server.url, csv, settings=FAST_LEASES)
     wait_for(lambda: len(result_rows(tmp_path)) >= 6)
     server.restart()
     assert coord.wait(timeout=180) == 0
     assert worker.wait(timeout=60) == 0
     assert_each_row_once(tmp_path, total)
+    # Nothing is sent until requests from before the loss have ended: still polite.
+    assert_polite(site, since)
     log = (tmp_path / "coordinator.log").read_text()
     assert "Redis had lost job 'restart'" in log
 

@@ -504,9 +504,13 @@ def test_redis_down_raises_at_once_and_restart_is_survived(
     # A worker finishing a request from before the restart: its lease is gone, its result is
     # still committed once, and the coordinator's reopened group reads it.
     assert f.complete_result(leases[0], '{"row":"x"}', delay=0).committed
-    assert job.open("coordinator@test") is True
+    assert job.open("coordinator@test", hold=3600) is True
     lines: list[int] = []
     collector = ResultCollector(job, set(), lambda r, line: lines.append(r), lambda: None)
     collector.step()
     assert lines == [leases[0].task.row]
     assert job.open("coordinator@test") is False
+    # Requeued rows wait out the hold: a request sent before the loss may still be running.
+    f.push([("b", leases[1].task)])
+    held = f.claim(5, ttl=TTL, delay=0)
+    assert held.leases == () and held.wait is not None and 3590 < held.wait <= 3600

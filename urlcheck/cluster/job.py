@@ -65,10 +65,12 @@ class ClusterJob:
     def job(self) -> str:
         return self.keys.job
 
-    def open(self, coordinator: str) -> bool:
+    def open(self, coordinator: str, *, hold: float = 0.0) -> bool:
         """Create the job's state if Redis has none; True when it was created (a new job,
-        or Redis lost it: the coordinator then queues again every row not in results.jsonl)."""
-        created, _ = self.scripts.run("open", self.job, coordinator)
+        or Redis lost it: the coordinator then queues again every row not in results.jsonl).
+        ``hold``: when created, nothing is handed out for that many seconds (after a loss,
+        until requests sent before it have surely ended)."""
+        created, _ = self.scripts.run("open", self.job, coordinator, round(hold * 1000))
         return bool(created)
 
     def control(self, action: str) -> bool:

@@ -216,14 +216,16 @@ class Coordinator:
     def _reopen(self) -> None:
         assert self.collector is not None
         job = self.runtime.job
-        job.open(self.runtime.owner)
+        job.open(self.runtime.owner, hold=self.runtime.config.lease_ttl)
         self.collector.restart()
         count = self._requeue()
         logger.warning(
             "Redis had lost job %r (restarted empty?): opened it again and queued its %d open "
-            "rows again; results.jsonl keeps every row written so far",
+            "rows again; results.jsonl keeps every row written so far. Nothing is sent for "
+            "%.0f s, until requests sent before the loss have ended",
             job.job,
             count,
+            self.runtime.config.lease_ttl,
         )
 
     def _requeue(self) -> int:

@@ -106,10 +106,15 @@ local function claim(owner, ttl, n, delay, reap_limit, now)
   if reaped > 0 then count('reaped', reaped) end
   redis.call('ZREMRANGEBYSCORE', K_PAUSED, '-inf', now)
 
-  local meta = redis.call('HMGET', K_META, 'control', 'status')
+  local meta = redis.call('HMGET', K_META, 'control', 'status', 'hold')
   local control, status = meta[1] or '', meta[2] or ''
   local reply = {control, status, -1, reaped, 0}
   if control ~= 'run' then return reply end
+  local hold = num(meta[3])
+  if now < hold then
+    reply[3] = hold - now
+    return reply
+  end
 
   local dropped = 0
   local hosts = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now, 'LIMIT', 0, n)
