@@ -313,6 +313,31 @@ def test_job_commands_reach_the_whole_cluster(
     assert sorted(roles) == ["coordinator", "worker"]
     as_json = json.loads(scrapy_job("status", jobdir, "--json").stdout)
     assert {w["pid"] for w in as_json["cluster"]["workers"]} == {worker.pid, coord.pid}
+    # A second coordinator for the running job, from another job directory, is refused.
+    second = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "crawl",
+            "check",
+            "-a",
+            "job=ctl",
+            "-a",
+            f"csv={csv}",
+            "-s",
+            f"REDIS_URL={server.url}",
+            "-s",
+            f"JOBDIR={tmp_path / 'other'}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert second.returncode == 6
+    assert "job 'ctl' already has a coordinator" in second.stderr
     paused = scrapy_job("pause", jobdir)
     assert "cluster: pause sent to every process of job 'ctl'" in paused.stdout
     assert scrapy_job("resume", jobdir).returncode == 0

@@ -30,6 +30,7 @@ from urlcheck.cluster import (
     decode_entry,
     encode_entry,
 )
+from urlcheck.cluster.admin import ensure_sole_coordinator
 
 if TYPE_CHECKING:
     import redis
@@ -480,6 +481,19 @@ def test_finish_expires_the_job_and_clean_removes_it(client: redis.Redis, job: C
     assert job.clean() > 0
     assert client.keys("uc:{t1}:*") == []
     assert client.exists("uc:{t10}:meta")
+
+
+def test_a_second_coordinator_elsewhere_is_refused(client: redis.Redis) -> None:
+    job = ClusterJob(client, JOB)
+    job.open("box1:10:aa", place="box1:/jobs/a")
+    f = Frontier(client, JOB, owner="box1:10:aa")
+    info = WorkerInfo("box1:10:aa", "box1", 10, "coordinator", 1.0)
+    f.renew([], ttl=TTL, info=info)
+    with pytest.raises(ClusterError, match="already has a coordinator"):
+        ensure_sole_coordinator(job, "box2:/jobs/a", fresh=15)
+    ensure_sole_coordinator(job, "box1:/jobs/a", fresh=15)  # its own restart
+    client.zadd(f"uc:{{{JOB}}}:beats", {"box1:10:aa": 0})  # silent for ages: dead
+    ensure_sole_coordinator(job, "box2:/jobs/a", fresh=15)
 
 
 # --- Redis going away -------------------------------------------------------------------------

@@ -6,12 +6,18 @@ overrides that URL (and carries a password when Redis needs one)."""
 from __future__ import annotations
 
 import json
+import socket
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from urlcheck.cluster.config import ClusterConfig
 from urlcheck.cluster.connection import connect
-from urlcheck.cluster.errors import ClusterError
-from urlcheck.cluster.job import ClusterJob, ClusterStatus, describe
+from urlcheck.cluster.errors import ClusterError, ClusterUnavailableError
+from urlcheck.cluster.job import ClusterJob, ClusterStatus, coordinator_beat, describe
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 CLUSTER_FILE = "cluster.json"
 
@@ -79,3 +85,43 @@ def clean(job_name: str, redis_url: str, out: TextIO) -> int:
     deleted = ClusterJob(connect(redis_url), job_name).clean()
     out.write(f"cluster: removed {deleted} keys of job {job_name!r}\n")
     return deleted
+
+
+def coordinator_place(jobdir: str | Path | None) -> str:
+    return f"{socket.gethostname()}:{Path(jobdir).resolve() if jobdir else '-'}"
+
+
+def ensure_sole_coordinator(job: ClusterJob, place: str, *, fresh: float) -> None:
+    """Refuse a second coordinator for a running job: one that renewed within ``fresh``
+    seconds from another machine or job directory. (From the same place it is a dead
+    predecessor: this process holds that JOBDIR's lock now.)"""
+    status = job.status()
+    if not status.exists or status.status != "running" or status.coordinator_place == place:
+        return
+    age = coordinator_beat(status)
+    if age is not None and age < fresh:
+        raise ClusterError(
+            f"job {job.job!r} already has a coordinator ({status.coordinator}, "
+            f"{status.coordinator_place}, seen {age:.0f} s ago): start workers with "
+            f"-a job={job.job} and no csv, or stop that coordinator first"
+        )
+
+
+def check_coordinator(
+    settings: BaseSettings, spider_args: Mapping[str, str], jobdir: str | Path | None
+) -> None:
+    """Preflight of a coordinator (``-a csv`` with ``REDIS_URL``): ClusterError when the job
+    already has a live coordinator elsewhere. An unreachable Redis is not an error here: the
+    crawl waits for it."""
+    config = ClusterConfig.from_settings(settings)
+    job = spider_args.get("job")
+    if config is None or not job or not spider_args.get("csv"):
+        return
+    cluster = ClusterJob(connect(config.redis_url, **config.redis_params), job)
+    try:
+        place = coordinator_place(jobdir)
+        ensure_sole_coordinator(cluster, place, fresh=3 * config.renew_interval)
+    except ClusterUnavailableError:
+        return
+    finally:
+        cluster.client.close()

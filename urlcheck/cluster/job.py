@@ -52,7 +52,8 @@ class ClusterStatus:
     in_flight: int
     paused_hosts: dict[str, float]  # host -> seconds left
     workers: tuple[WorkerStatus, ...]
-    coordinator: str
+    coordinator: str  # the coordinator's worker id
+    coordinator_place: str  # "<machine>:<JOBDIR>" it runs from
 
 
 class ClusterJob:
@@ -65,12 +66,12 @@ class ClusterJob:
     def job(self) -> str:
         return self.keys.job
 
-    def open(self, coordinator: str, *, hold: float = 0.0) -> bool:
+    def open(self, coordinator: str, *, hold: float = 0.0, place: str = "") -> bool:
         """Create the job's state if Redis has none; True when it was created (a new job,
         or Redis lost it: the coordinator then queues again every row not in results.jsonl).
         ``hold``: when created, nothing is handed out for that many seconds (after a loss,
         until requests sent before it have surely ended)."""
-        created, _ = self.scripts.run("open", self.job, coordinator, round(hold * 1000))
+        created, _ = self.scripts.run("open", self.job, coordinator, round(hold * 1000), place)
         return bool(created)
 
     def control(self, action: str) -> bool:
@@ -154,6 +155,7 @@ class ClusterJob:
             paused_hosts={text(h): max(float(u) / 1000 - now, 0.0) for h, u in pairs(paused_flat)},
             workers=tuple(workers),
             coordinator=meta.get("coordinator", ""),
+            coordinator_place=meta.get("coordinator_place", ""),
         )
 
     def clean(self) -> int:
@@ -171,6 +173,14 @@ class ClusterJob:
         return deleted
 
 
+def coordinator_beat(status: ClusterStatus) -> float | None:
+    """Seconds since the job's coordinator last renewed, or None when it never did."""
+    for worker in status.workers:
+        if worker.info.id == status.coordinator:
+            return worker.seconds_since_beat
+    return None
+
+
 def describe(status: ClusterStatus) -> dict[str, Any]:
     """The status as plain JSON-ready data (``scrapy job status --json``)."""
     return {
@@ -183,6 +193,7 @@ def describe(status: ClusterStatus) -> dict[str, Any]:
         "in_flight": status.in_flight,
         "paused_hosts": status.paused_hosts,
         "coordinator": status.coordinator,
+        "coordinator_place": status.coordinator_place,
         "workers": [
             {**json.loads(w.info.to_json()), "seconds_since_beat": round(w.seconds_since_beat, 1)}
             for w in status.workers

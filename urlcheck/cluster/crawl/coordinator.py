@@ -29,7 +29,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
 from urlcheck import scrapyinternals as internals
-from urlcheck.cluster.admin import CLUSTER_FILE
+from urlcheck.cluster.admin import CLUSTER_FILE, coordinator_place
 from urlcheck.cluster.collector import ResultCollector
 from urlcheck.cluster.crawl.runtime import ClusterRuntime, redacted
 from urlcheck.cluster.crawl.tasks import task_from_row
@@ -73,6 +73,7 @@ class Coordinator:
         self.collector: ResultCollector | None = None
         self.outstanding: dict[int, RowRef] = {}  # rows queued in Redis, result not on disk
         self.fed_all = False
+        self.place = coordinator_place(crawler.settings.get("JOBDIR"))
         self._file: BinaryIO | None = None
         self._room: asyncio.Event | None = None
         self._last_written = time.monotonic()
@@ -90,7 +91,7 @@ class Coordinator:
             if status.status in ("done", "cancelled"):
                 # A new run of a finished or cancelled job: results.jsonl says what is left.
                 job.clean()
-            if job.open(self.runtime.owner):
+            if job.open(self.runtime.owner, place=self.place):
                 logger.info("Job %r opened in Redis", job.job)
         except ClusterError as exc:
             logger.warning(
@@ -117,7 +118,7 @@ class Coordinator:
         self.collector = ResultCollector(self.runtime.job, results.done, self._write, self._sync)
         self._room = asyncio.Event()
         job = self.runtime.job
-        await self._retrying(lambda: job.open(self.runtime.owner))
+        await self._retrying(lambda: job.open(self.runtime.owner, place=self.place))
         fed = await self._retrying(job.fed_rows)
         while not feeder.exhausted:
             refs: list[RowRef] = []
@@ -216,7 +217,7 @@ class Coordinator:
     def _reopen(self) -> None:
         assert self.collector is not None
         job = self.runtime.job
-        job.open(self.runtime.owner, hold=self.runtime.config.lease_ttl)
+        job.open(self.runtime.owner, hold=self.runtime.config.lease_ttl, place=self.place)
         self.collector.restart()
         count = self._requeue()
         logger.warning(

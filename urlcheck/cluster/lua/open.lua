@@ -1,4 +1,5 @@
--- open(prefix, job, coordinator, hold_ms) -> {created, now}
+-- open(prefix, job, coordinator, hold_ms, place) -> {created, now}
+-- place: "<machine>:<JOBDIR>" of the coordinator, so a second one elsewhere can be refused.
 -- Creates the job's state when missing (a new job, or a Redis that restarted empty) and the
 -- results stream's consumer group, from the stream's start so no committed result is skipped.
 local now = now_ms()
@@ -13,6 +14,6 @@ if redis.call('HEXISTS', K_META, 'status') == 0 then
   if hold > 0 then redis.call('HSET', K_META, 'hold', string.format('%d', now + hold)) end
 end
 redis.call('PERSIST', K_META)
-redis.call('HSET', K_META, 'coordinator', ARGV[3], 'coordinator_beat', string.format('%d', now))
+redis.call('HSET', K_META, 'coordinator', ARGV[3], 'coordinator_place', ARGV[5])
 pcall(redis.call, 'XGROUP', 'CREATE', K_RESULTS, 'collect', '0', 'MKSTREAM')
 return {created, now}
