@@ -58,7 +58,8 @@ class ClusterResultsPipeline:
         except ClusterError as exc:
             self._inc("urlcheck/cluster/unavailable")
             raise DropItem(
-                f"row {row}: Redis did not take the result ({exc}); the row is checked again",
+                f"row {row}: Redis did not confirm the result ({exc}); "
+                "unless it recorded it, the row is checked again",
                 log_level="WARNING",
             ) from None
         if committed:
