@@ -305,12 +305,15 @@ def test_job_commands_reach_the_whole_cluster(
     status = scrapy_job("status", jobdir)
     assert status.returncode == 0, status.stderr
     assert "cluster: job 'ctl' running (control: run)" in status.stdout
-    roles = [
-        line.split()[1]
+    rows = [
+        line.split()
         for line in status.stdout.splitlines()
         if f":{worker.pid}:" in line or f":{coord.pid}:" in line
     ]
-    assert sorted(roles) == ["coordinator", "worker"]
+    assert sorted((row[1], row[4]) for row in rows) == [
+        ("coordinator", "running"),
+        ("worker", "running"),
+    ]
     as_json = json.loads(scrapy_job("status", jobdir, "--json").stdout)
     assert {w["pid"] for w in as_json["cluster"]["workers"]} == {worker.pid, coord.pid}
     # A second coordinator for the running job, from another job directory, is refused.

@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import asdict
 from itertools import count
 from typing import TYPE_CHECKING
 
@@ -465,6 +466,11 @@ def test_status_lists_workers_with_heartbeats(client: redis.Redis, job: ClusterJ
     assert status.in_flight == 1 and status.coordinator == "coordinator@test"
     (worker,) = status.workers
     assert worker.info == info and 0 <= worker.seconds_since_beat < 5
+    assert worker.state(silent_after=30) == "running"
+    client.zadd(f"uc:{{{JOB}}}:beats", {info.id: 0})  # no word since 1970: killed
+    assert job.status().workers[0].state(silent_after=30) == "silent"
+    f.renew([], ttl=TTL, info=WorkerInfo(**{**asdict(info), "state": "finished"}))
+    assert job.status().workers[0].state(silent_after=30) == "finished"
 
 
 def test_finish_expires_the_job_and_clean_removes_it(client: redis.Redis, job: ClusterJob) -> None:

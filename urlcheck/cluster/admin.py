@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 CLUSTER_FILE = "cluster.json"
+# A running process renews every 5 s by default; this long without a word, it is reported silent.
+SILENT_AFTER = 30.0
 
 
 def cluster_of(jobdir: Path, redis_url: str | None) -> ClusterJob | None:
@@ -47,14 +49,15 @@ def format_cluster(job: str, status: ClusterStatus) -> str:
         f"{status.fed} rows queued, {status.committed} results committed, "
         f"{status.reaped} leases expired; {status.in_flight} requests in flight, "
         f"{status.ready_hosts} hosts waiting, {paused} in back-off",
-        f"  {'worker':<32} {'role':<11} {'host':<16} {'pid':>7} {'beat':>7} {'rows':>7} "
-        f"{'in flight':>9}",
+        f"  {'worker':<32} {'role':<11} {'host':<16} {'pid':>7} {'state':<10} {'beat':>7} "
+        f"{'rows':>7} {'in flight':>9}",
     ]
     for worker in status.workers:
         info = worker.info
         lines.append(
             f"  {info.id:<32} {info.role:<11} {info.host:<16} {info.pid:>7} "
-            f"{worker.seconds_since_beat:>6.0f}s {info.rows_done:>7} {info.in_flight:>9}"
+            f"{worker.state(SILENT_AFTER):<10} {worker.seconds_since_beat:>6.0f}s "
+            f"{info.rows_done:>7} {info.in_flight:>9}"
         )
     return "\n".join(lines)
 

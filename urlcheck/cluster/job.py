@@ -195,7 +195,10 @@ def describe(status: ClusterStatus) -> dict[str, Any]:
         "coordinator": status.coordinator,
         "coordinator_place": status.coordinator_place,
         "workers": [
-            {**json.loads(w.info.to_json()), "seconds_since_beat": round(w.seconds_since_beat, 1)}
+            {
+                **json.loads(w.info.to_json()),
+                "seconds_since_beat": round(w.seconds_since_beat, 1),
+            }
             for w in status.workers
         ],
     }

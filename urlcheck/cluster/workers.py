@@ -15,6 +15,7 @@ class WorkerInfo:
     started: float  # Unix seconds
     rows_done: int = 0  # results this process committed
     in_flight: int = 0  # leases it holds
+    state: str = "running"  # "running", or how it ended: "finished", "cancelled", "shutdown"...
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -32,3 +33,10 @@ class WorkerInfo:
 class WorkerStatus:
     info: WorkerInfo
     seconds_since_beat: float
+
+    def state(self, silent_after: float) -> str:
+        """Its own word, or "silent" for a running process that stopped renewing (killed, or
+        its machine or network lost)."""
+        if self.info.state == "running" and self.seconds_since_beat > silent_after:
+            return "silent"
+        return self.info.state

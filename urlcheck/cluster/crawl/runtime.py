@@ -77,10 +77,17 @@ class ClusterRuntime:
     def is_coordinator(self) -> bool:
         return self.role == COORDINATOR
 
-    def info(self) -> WorkerInfo:
+    def info(self, state: str = "running") -> WorkerInfo:
         host, pid, _ = self.owner.split(":", 2)
         return WorkerInfo(
-            self.owner, host, int(pid), self.role, self.started, self.rows_done, len(self.book)
+            self.owner,
+            host,
+            int(pid),
+            self.role,
+            self.started,
+            self.rows_done,
+            len(self.book),
+            state,
         )
 
     def delay_for(self, host: str) -> float:

@@ -140,7 +140,8 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
             for lease in book.unsent():  # claimed, never sent: give them back now
                 book.pop(lease.task.row)
                 frontier.release(lease, delay=self.runtime.config.delay)
-            frontier.renew([], ttl=self.runtime.config.lease_ttl, info=self.runtime.info())
+            info = self.runtime.info(state=reason)
+            frontier.renew([], ttl=self.runtime.config.lease_ttl, info=info)
         except ClusterError as exc:
             logger.warning("Could not hand back unsent leases (they expire on their own): %s", exc)
         logger.info(
