@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.redisserver import RedisServer
+from urlcheck.clock import ManualClock
 from urlcheck.cluster import (
     MAX_REAPS,
     ClusterError,
@@ -32,6 +33,7 @@ from urlcheck.cluster import (
     encode_entry,
 )
 from urlcheck.cluster.admin import ensure_sole_coordinator
+from urlcheck.cluster.scripts import Breaker
 
 if TYPE_CHECKING:
     import redis
@@ -503,6 +505,25 @@ def test_a_second_coordinator_elsewhere_is_refused(client: redis.Redis) -> None:
 
 
 # --- Redis going away -------------------------------------------------------------------------
+
+
+def test_after_a_failure_calls_fail_fast_for_a_while(
+    server: RedisServer, client: redis.Redis
+) -> None:
+    clock = ManualClock(0.0)
+    breaker = Breaker(cooldown=2.0, clock=clock)
+    f = Frontier(client, JOB, owner="w1", breaker=breaker)
+    f.claim(1, ttl=TTL, delay=0)
+    server.stop()
+    with pytest.raises(ClusterUnavailableError, match="Redis unavailable"):
+        f.claim(1, ttl=TTL, delay=0)
+    server.start()
+    calls = f.round_trips
+    with pytest.raises(ClusterUnavailableError, match=r"not asked for another 2\.0 s"):
+        f.claim(1, ttl=TTL, delay=0)  # Redis is back, but not asked yet
+    clock.advance(2.0)
+    assert f.claim(1, ttl=TTL, delay=0).control == ""  # asked again: an empty Redis
+    assert f.round_trips == calls + 2
 
 
 def test_redis_down_raises_at_once_and_restart_is_survived(

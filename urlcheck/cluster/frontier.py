@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.cluster.keys import JobKeys
-from urlcheck.cluster.scripts import Scripts, text
+from urlcheck.cluster.scripts import Breaker, Scripts, text
 from urlcheck.cluster.task import Task, decode_entry, encode_entry
 
 if TYPE_CHECKING:
@@ -91,12 +91,14 @@ class Then:
 
 
 class Frontier:
-    def __init__(self, client: redis.Redis, job: str, *, owner: str) -> None:
+    def __init__(
+        self, client: redis.Redis, job: str, *, owner: str, breaker: Breaker | None = None
+    ) -> None:
         if not owner or "|" in owner:
             raise ClusterError(f"worker id {owner!r}: expected a non-empty id without '|'")
         self.keys = JobKeys(job)
         self.owner = owner
-        self.scripts = Scripts(client, self.keys)
+        self.scripts = Scripts(client, self.keys, breaker)
 
     @property
     def round_trips(self) -> int:

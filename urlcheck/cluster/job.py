@@ -12,7 +12,7 @@ import redis
 
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.cluster.keys import JobKeys
-from urlcheck.cluster.scripts import Scripts, guarded, pairs, text
+from urlcheck.cluster.scripts import Breaker, Scripts, guarded, pairs, text
 from urlcheck.cluster.workers import WorkerInfo, WorkerStatus
 
 GROUP = "collect"
@@ -57,10 +57,11 @@ class ClusterStatus:
 
 
 class ClusterJob:
-    def __init__(self, client: redis.Redis, job: str) -> None:
+    def __init__(self, client: redis.Redis, job: str, *, breaker: Breaker | None = None) -> None:
         self.client = client
         self.keys = JobKeys(job)
-        self.scripts = Scripts(client, self.keys)
+        self.breaker = breaker
+        self.scripts = Scripts(client, self.keys, breaker)
 
     @property
     def job(self) -> str:
@@ -85,7 +86,7 @@ class ClusterJob:
 
     def fed_rows(self) -> bytes:
         """The ``fed`` bitmap (bit n = row n was queued), as Redis stores it."""
-        value = guarded(self.client.get, self.keys.key("fed"))
+        value = guarded(self.client.get, self.keys.key("fed"), breaker=self.breaker)
         return bytes(value or b"")
 
     def collect(
@@ -101,7 +102,7 @@ class ClusterJob:
             pipe.xdel(stream, *acknowledge)
         pipe.hmget(self.keys.key("meta"), ["control", "status"])
         pipe.xreadgroup(GROUP, CONSUMER, {stream: "0" if pending else ">"}, count=count)
-        *_, meta, read = guarded(pipe.execute, raise_on_error=False)
+        *_, meta, read = guarded(pipe.execute, raise_on_error=False, breaker=self.breaker)
         if isinstance(meta, Exception):
             raise ClusterError(f"Redis error: {meta}")
         control, status = (text(v) if v is not None else "" for v in meta)
@@ -127,7 +128,7 @@ class ClusterJob:
         pipe = self.client.pipeline(transaction=True)
         pipe.xack(self.keys.key("results"), GROUP, *entry_ids)
         pipe.xdel(self.keys.key("results"), *entry_ids)
-        guarded(pipe.execute)
+        guarded(pipe.execute, breaker=self.breaker)
 
     def status(self) -> ClusterStatus:
         now_raw, meta_flat, ready, in_flight, paused_flat, workers_flat = self.scripts.run("status")

@@ -7,6 +7,7 @@ on NOSCRIPT (a restarted or flushed Redis); every other Redis failure becomes a 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from urlcheck.cluster.errors import ClusterError, ClusterUnavailableError
 if TYPE_CHECKING:
     from redis.commands.core import Script
 
+    from urlcheck.clock import Clock
     from urlcheck.cluster.keys import JobKeys
 
 NAMES = ("push", "claim", "complete", "renew", "open", "finish", "control", "status")
@@ -35,10 +37,31 @@ def _source(name: str) -> str:
     return (folder / "common.lua").read_text("utf-8") + (folder / f"{name}.lua").read_text("utf-8")
 
 
+class Breaker:
+    """After Redis failed to answer, calls fail at once for ``cooldown`` seconds instead of each
+    waiting out the socket timeout on the event loop; then one call tries again."""
+
+    def __init__(self, cooldown: float = 2.0, clock: Clock = time.monotonic) -> None:
+        self.cooldown = cooldown
+        self.clock = clock
+        self._open_until = 0.0
+
+    def check(self) -> None:
+        left = self._open_until - self.clock()
+        if left > 0:
+            raise ClusterUnavailableError(
+                f"Redis unavailable: not asked for another {left:.1f} s after it failed"
+            )
+
+    def failed(self) -> None:
+        self._open_until = self.clock() + self.cooldown
+
+
 class Scripts:
-    def __init__(self, client: redis.Redis, keys: JobKeys) -> None:
+    def __init__(self, client: redis.Redis, keys: JobKeys, breaker: Breaker | None = None) -> None:
         self.client = client
         self.keys = keys
+        self.breaker = breaker
         self._fixed = keys.fixed()
         self._scripts: dict[str, Script] = {
             name: client.register_script(_source(name)) for name in NAMES
@@ -47,14 +70,23 @@ class Scripts:
 
     def run(self, name: str, *args: str | int) -> Any:
         self.calls += 1
-        return guarded(self._scripts[name], keys=self._fixed, args=[self.keys.prefix, *args])
+        return guarded(
+            self._scripts[name],
+            keys=self._fixed,
+            args=[self.keys.prefix, *args],
+            breaker=self.breaker,
+        )
 
 
-def guarded(call: Any, *args: Any, **kwargs: Any) -> Any:
+def guarded(call: Any, *args: Any, breaker: Breaker | None = None, **kwargs: Any) -> Any:
     """Call redis-py, turning its failures into the boundary's one error type."""
+    if breaker is not None:
+        breaker.check()
     try:
         return call(*args, **kwargs)
     except _UNAVAILABLE as exc:
+        if breaker is not None:
+            breaker.failed()
         raise ClusterUnavailableError(f"Redis unavailable: {exc}") from exc
     except redis.RedisError as exc:
         raise ClusterError(f"Redis error: {exc}") from exc

@@ -15,6 +15,7 @@ from urlcheck.cluster.connection import connect
 from urlcheck.cluster.frontier import Frontier
 from urlcheck.cluster.job import ClusterJob
 from urlcheck.cluster.leases import LeaseBook
+from urlcheck.cluster.scripts import Breaker
 from urlcheck.cluster.workers import WorkerInfo
 from urlcheck.runtime import runtime
 from urlcheck.settingsreader import ConfigError
@@ -40,8 +41,11 @@ class ClusterRuntime:
         self.role = role
         self.client = connect(config.redis_url, **config.redis_params)
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(2)}"
-        self.frontier = Frontier(self.client, job, owner=self.owner)
-        self.job = ClusterJob(self.client, job)
+        # One breaker for every call of this process: a hung Redis costs one timeout, not one
+        # per call, on the event loop.
+        self.breaker = Breaker()
+        self.frontier = Frontier(self.client, job, owner=self.owner, breaker=self.breaker)
+        self.job = ClusterJob(self.client, job, breaker=self.breaker)
         self.book = LeaseBook(config.lease_ttl, margin=config.send_margin)
         self.started = time.time()
         self.rows_done = 0  # results this process committed
