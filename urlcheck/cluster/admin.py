@@ -80,6 +80,8 @@ def cluster_control(jobdir: Path, action: str, redis_url: str | None, out: TextI
     if not job.control(action):
         out.write(f"cluster: job {job.job!r} has no state in Redis; nothing sent to workers\n")
         return False
+    if action == "cancel":  # ended, whether or not its coordinator is there to say so
+        job.finish("cancelled")
     out.write(f"cluster: {action} sent to every process of job {job.job!r}\n")
     return True
 

@@ -88,7 +88,7 @@ class Coordinator:
         job = self.runtime.job
         try:
             status = job.status()
-            if status.status in ("done", "cancelled"):
+            if status.status in ("done", "cancelled") or status.control == "cancelled":
                 # A new run of a finished or cancelled job: results.jsonl says what is left.
                 job.clean()
             if job.open(self.runtime.owner, place=self.place):
