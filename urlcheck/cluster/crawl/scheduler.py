@@ -135,13 +135,10 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
         if self._wakeup is not None:
             self._wakeup.cancel()
             self._wakeup = None
-        book, frontier = self.runtime.book, self.runtime.frontier
         try:
-            for lease in book.unsent():  # claimed, never sent: give them back now
-                book.pop(lease.task.row)
-                frontier.release(lease, delay=self.runtime.config.delay)
+            self._release_unsent()
             info = self.runtime.info(state=reason)
-            frontier.renew([], ttl=self.runtime.config.lease_ttl, info=info)
+            self.runtime.frontier.renew([], ttl=self.runtime.config.lease_ttl, info=info)
         except ClusterError as exc:
             logger.warning("Could not hand back unsent leases (they expire on their own): %s", exc)
         logger.info(
@@ -225,7 +222,8 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
 
     def then(self) -> Then | None:
         """What a completion should claim in its round trip: the free download places."""
-        if self.runtime.finished or self._closing:
+        engine = self.crawler.engine
+        if self.runtime.finished or self._closing or (engine is not None and engine.paused):
             return None
         free = self._free_places() - self.runtime.book.awaiting_outcome()
         return Then(free, self.runtime.config.lease_ttl) if free > 0 else None
@@ -303,8 +301,21 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
         )
         self._inc("urlcheck/cluster/worker_lost")
 
+    def _release_unsent(self) -> None:
+        """Give back leases claimed and not sent (closing, or the job paused)."""
+        self._ready.clear()
+        book = self.runtime.book
+        for lease in book.unsent():
+            book.pop(lease.task.row)
+            self.runtime.frontier.release(lease, delay=self.runtime.config.delay)
+
     def _follow_control(self, control: str, status: str) -> None:
         self.runtime.control = control
+        if control == "paused" and self._ready:
+            try:
+                self._release_unsent()  # other hosts' work must not wait for this pause
+            except ClusterError as exc:
+                logger.warning("Could not hand back unsent leases: %s", exc)
         if control == "cancelled" or status == "cancelled":
             self._finish("cancelled")
         elif status == "done":
