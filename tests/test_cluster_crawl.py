@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -91,7 +91,7 @@ def result_rows(tmp: Path) -> list[int]:
     return [json.loads(line)["row"] for line in path.read_text().splitlines() if line.endswith("}")]
 
 
-def wait_for(condition, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+def wait_for(condition: Callable[[], object], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -376,8 +376,8 @@ def test_job_commands_reach_the_whole_cluster(
     assert cancel.returncode == 0, cancel.stderr
     assert coord.wait(timeout=60) == 5
     assert worker.wait(timeout=60) == 0
-    rows = result_rows(tmp_path)
-    assert len(rows) == len(set(rows)) < 80
+    done = result_rows(tmp_path)
+    assert len(done) == len(set(done)) < 80
     missing = scrapy_job("clean", "ctl")
     assert missing.returncode == 2 and "REDIS_URL" in missing.stderr
     cleaned = scrapy_job("clean", "ctl", "-s", f"REDIS_URL={server.url}")

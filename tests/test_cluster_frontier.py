@@ -33,7 +33,7 @@ from urlcheck.cluster import (
     encode_entry,
 )
 from urlcheck.cluster.admin import ensure_sole_coordinator
-from urlcheck.cluster.scripts import Breaker
+from urlcheck.cluster.scripts import Breaker, text
 
 if TYPE_CHECKING:
     import redis
@@ -81,7 +81,7 @@ def job(client: redis.Redis) -> ClusterJob:
 
 def host_state(client: redis.Redis, host: str) -> dict[str, int]:
     raw = client.hgetall(f"uc:{{{JOB}}}:h:{host}")
-    return {k.decode(): int(v) for k, v in raw.items()}
+    return {text(k): int(v) for k, v in raw.items()}
 
 
 def ready_score(client: redis.Redis, host: str) -> float | None:
@@ -105,6 +105,7 @@ def test_task_codec_round_trip_and_rejects_foreign_entries() -> None:
         1,
         2,
         30.0,
+        True,
     )
     entry = encode_entry(t)
     assert entry.startswith("7|")
@@ -116,6 +117,7 @@ def test_task_codec_round_trip_and_rejects_foreign_entries() -> None:
         "8|" + entry[2:],
         "7|[1]",
         entry.replace('"retries":1', '"retries":true'),
+        entry.replace('"after_public":true', '"after_public":1'),
     ]:
         with pytest.raises(TaskCodecError):
             decode_entry(bad)
@@ -291,6 +293,17 @@ def test_backoff_pauses_the_host_for_every_process(client: redis.Redis, job: Clu
     one.complete_result(leases["b"], "{}", delay=2.5)
     state = host_state(client, "b")
     assert state["delay"] == 2500 and state["next"] == state["done"] + 2500
+    # The pace a 429 taught (1.2 s) holds for a process that learned nothing (0.3 s).
+    client.hset(f"uc:{{{JOB}}}:h:a", "until", 0)
+    client.zadd(f"uc:{{{JOB}}}:ready", {"a": 0})
+    (lease,) = two.claim(1, ttl=TTL, delay=DELAY).leases
+    two.complete_retry(lease, lease.task, delay=1.2, backoff=0.001, strikes=2)
+    client.hset(f"uc:{{{JOB}}}:h:a", "until", 0)
+    client.zadd(f"uc:{{{JOB}}}:ready", {"a": 0})
+    (lease,) = one.claim(1, ttl=TTL, delay=DELAY).leases
+    one.complete_result(lease, "{}", delay=DELAY)
+    state = host_state(client, "a")
+    assert state["pace"] == 1200 and state["next"] == state["done"] + 1200
 
 
 def test_server_clock_never_goes_backwards(client: redis.Redis, job: ClusterJob) -> None:
@@ -483,7 +496,7 @@ def test_finish_expires_the_job_and_clean_removes_it(client: redis.Redis, job: C
     job.finish("done", ttl=3600)
     assert job.status().status == "done"
     for key in client.keys("uc:{t1}:*"):
-        if not key.startswith(b"uc:{t1}:q:") and not key.startswith(b"uc:{t1}:h:"):
+        if not text(key).startswith(("uc:{t1}:q:", "uc:{t1}:h:")):
             assert 0 < client.pttl(key) <= 3_600_000, key
     client.set("uc:{t10}:meta", "another job")
     assert job.clean() > 0

@@ -31,6 +31,9 @@ class Task:
     retries: int = 0  # tries spent on earlier hops
     retry_times: int = 0  # tries of this hop so far (Scrapy's ``retry_times``)
     retry_after: float | None = None
+    # An earlier hop was answered from a public address: private space is out of bounds now
+    # (urlcheck.addressguard); a worker must not lose that on the way.
+    after_public: bool = False
 
 
 _FIELDS: dict[str, tuple[type, ...]] = {
@@ -46,6 +49,7 @@ _FIELDS: dict[str, tuple[type, ...]] = {
     "retries": (int,),
     "retry_times": (int,),
     "retry_after": (int, float, type(None)),
+    "after_public": (bool,),
 }
 
 
@@ -66,7 +70,7 @@ def decode_entry(entry: str) -> Task:
         raise TaskCodecError(f"not a urlcheck task: {entry[:120]!r}")
     for name, types in _FIELDS.items():
         value = data[name]
-        if isinstance(value, bool) or not isinstance(value, types):
+        if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
             raise TaskCodecError(f"task field {name!r} has {value!r}: {entry[:120]!r}")
     if str(data["row"]) != head:
         raise TaskCodecError(f"entry row {head!r} differs from its task's: {entry[:120]!r}")

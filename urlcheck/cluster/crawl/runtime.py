@@ -95,11 +95,13 @@ class ClusterRuntime:
         )
 
     def delay_for(self, host: str) -> float:
-        """The per-host delay this process would keep (DOWNLOAD_DELAY, raised by AutoThrottle);
-        stored in Redis with each completion so every process keeps the learned one."""
+        """The per-host delay this process would keep (DOWNLOAD_DELAY, raised by AutoThrottle
+        and by the pace learned from 429s); sent with each completion, and Redis keeps the pace
+        a 429 taught for every process."""
         engine = self.crawler.engine
         slot = internals.slot_times(engine.downloader, host) if engine is not None else None
-        return max(self.config.delay, slot.delay if slot is not None else 0.0)
+        learned = runtime(self.crawler).backoff.pace.delay(host)
+        return max(self.config.delay, slot.delay if slot is not None else 0.0, learned)
 
 
 def redacted(url: str) -> str:

@@ -50,6 +50,7 @@ def task_from_request(request: Request) -> Task:
         retries=int(meta[m.RETRIES]),
         retry_times=int(meta.get("retry_times", 0)),
         retry_after=meta.get(m.RETRY_AFTER),
+        after_public=bool(meta.get(m.AFTER_PUBLIC)),
     )
 
 
@@ -72,6 +73,7 @@ def request_from_task(spider: CheckSpider, task: Task) -> Request:
         cast("list[Hop]", list(task.chain)),
         retries=task.retries,
         method=task.method,
+        after_public=task.after_public,
     )
     if task.retry_times:
         request.meta["retry_times"] = task.retry_times

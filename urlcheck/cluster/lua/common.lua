@@ -61,16 +61,22 @@ local function push(host, entry, front, now)
 end
 
 -- The gap rule: the next request to a host starts no earlier than `delay` after the previous
--- one's dispatch and after the end of its download, and not before a back-off ends.
+-- one's dispatch and after the end of its download, and not before a back-off ends. `delay` is
+-- the completing process's (DOWNLOAD_DELAY, AutoThrottle, its learned pace), raised to the
+-- host's shared pace: the largest delay any process had learned when the host sent a 429/503.
 local function set_next(host, now, delay, backoff_ms, strikes)
   local h = hkey(host)
   local dispatch = num(redis.call('HGET', h, 'dispatch'))
   local until_ = num(redis.call('HGET', h, 'until'))
+  local pace = num(redis.call('HGET', h, 'pace'))
   if backoff_ms > 0 then
     until_ = math.max(until_, now + backoff_ms)
-    redis.call('HSET', h, 'until', string.format('%d', until_), 'strikes', strikes)
+    pace = math.max(pace, delay)
+    redis.call('HSET', h, 'until', string.format('%d', until_), 'strikes', strikes,
+      'pace', string.format('%d', pace))
     redis.call('ZADD', K_PAUSED, string.format('%d', until_), host)
   end
+  delay = math.max(delay, pace)
   local nxt = math.max(dispatch + delay, now + delay, until_)
   redis.call('HSET', h, 'done', string.format('%d', now), 'next', string.format('%d', nxt),
     'delay', string.format('%d', delay))
