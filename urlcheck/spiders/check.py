@@ -312,8 +312,10 @@ class CheckSpider(Spider):
             self.ledger.written(item.row)
 
     def _check_every_row(self, reason: str) -> None:
-        if reason != "finished":
-            return  # paused, cancelled or stopped: the rows left are for the resume
+        if reason != "finished" or self.csv_path is None:
+            # paused, cancelled or stopped: the rows left are for the resume; or a worker of a
+            # distributed job, whose lines the coordinator writes (and checks there)
+            return
         count, first = self.ledger.missing()
         if not count:
             return

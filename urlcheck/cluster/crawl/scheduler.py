@@ -162,6 +162,8 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
         """A hop or a retry of a leased row: hand it back to Redis with the lease's release."""
         row = row_of(request)
         lease = None if row is None else self.runtime.book.pop(row)
+        if row is not None:
+            self._handed_on(row)
         if lease is None:
             # Its lease was lost (reaped after a stall): the re-queued copy redoes this step.
             self._inc("urlcheck/cluster/stale_dropped")
@@ -276,6 +278,7 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
             # Renewals failed for too long: another process may get this lease soon.
             if row is not None:
                 book.pop(row)
+                self._handed_on(row)
             self._inc("urlcheck/cluster/expired_before_send")
         return None
 
@@ -307,7 +310,14 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
         book = self.runtime.book
         for lease in book.unsent():
             book.pop(lease.task.row)
+            self._handed_on(lease.task.row)
             self.runtime.frontier.release(lease, delay=self.runtime.config.delay)
+
+    def _handed_on(self, row: int) -> None:
+        """The row's request leaves this process without its line (its next step is in Redis,
+        or back there): the spider's ledger stops holding it open."""
+        if self.spider is not None:
+            self.spider.ledger.finished(row)
 
     def _follow_control(self, control: str, status: str) -> None:
         self.runtime.control = control
