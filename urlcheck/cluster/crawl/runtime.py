@@ -63,6 +63,8 @@ class ClusterRuntime:
         if rt.cluster is not None or config is None:
             return rt.cluster
         spider = spider or crawler.spider
+        if spider is None:  # components built before the spider (scrapy.utils.test.get_crawler)
+            return None
         job = getattr(spider, "job", None)
         if not job:
             raise ConfigError("REDIS_URL is set (distributed mode): name the job with -a job=NAME")
