@@ -105,3 +105,14 @@ def test_boundary_errors_are_named(client: redis.Redis) -> None:
     with pytest.raises(TaskCodecError, match="numbered from 0"):
         encode_entry(Task(-1, "u", None, None, {}, "u"))
     assert WorkerInfo.from_json("garbage", "w9") == WorkerInfo("w9", "?", 0, "?", 0.0)
+
+
+def test_odd_stream_entries_and_many_keys(client: redis.Redis) -> None:
+    job = ClusterJob(client, "j3")
+    job.open("box:1:aa")
+    client.xadd("uc:{j3}:results", {"row": "1"})  # not written by urlcheck
+    with pytest.raises(ClusterError, match="lacks row or line"):
+        job.collect(10)
+    job.acknowledge([])  # nothing to forget
+    client.mset({f"uc:{{j3}}:q:h{i}": "x" for i in range(600)})
+    assert job.clean() >= 600

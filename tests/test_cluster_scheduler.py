@@ -7,14 +7,17 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.test import get_crawler
 
 from tests.redisserver import RedisServer
 from urlcheck import meta as m
-from urlcheck.cluster import ClusterJob, Task, connect
+from urlcheck.clock import ManualClock
+from urlcheck.cluster import ClusterJob, Frontier, Task, connect
+from urlcheck.cluster.crawl.pipeline import ClusterResultsPipeline
 from urlcheck.cluster.crawl.runtime import ClusterRuntime
 from urlcheck.cluster.crawl.scheduler import ClusterScheduler, HostLeaseQueue
-from urlcheck.cluster.crawl.tasks import task_from_request
+from urlcheck.cluster.crawl.tasks import task_from_request, worker_lost_result
 from urlcheck.spiders.check import CheckSpider
 
 JOB = "sched"
@@ -128,3 +131,51 @@ def test_the_runtime_is_the_crawls(scheduler: ClusterScheduler) -> None:
     info = runtime.info(state="shutdown")
     assert (info.role, info.state, info.in_flight) == ("worker", "shutdown", 0)
     assert runtime.delay_for("a.test") == 0.3
+
+
+def test_a_lease_near_its_end_is_not_sent_and_a_lost_one_is_let_go(
+    scheduler: ClusterScheduler, server: RedisServer
+) -> None:
+    runtime = scheduler.runtime
+    runtime.frontier.push([("a.test", task(1)), ("b.test", task(2))])
+    clock = ManualClock(0.0)
+    runtime.book.clock = clock
+    claim(scheduler)
+    assert len(scheduler.queue) == 2
+    clock.advance(runtime.config.lease_ttl)  # renewals failed all along
+    assert scheduler.next_request() is None
+    assert crawler_stat(scheduler, "urlcheck/cluster/expired_before_send") == 2
+    # A lease reaped by another process while this one stalled comes back as lost.
+    clock.now = 0.0
+    runtime.frontier.push([("c.test", task(3))])
+    claim(scheduler)
+    client = connect(server.url)
+    client.zadd(f"uc:{{{JOB}}}:leases", {"c.test": 1})
+    Frontier(client, JOB, owner="other").claim(0, ttl=30, delay=0)  # reaps it
+    scheduler._renew()
+    assert crawler_stat(scheduler, "urlcheck/cluster/lost") == 1
+    assert len(runtime.book) == 0
+
+
+def test_results_are_committed_once_and_other_items_pass(
+    scheduler: ClusterScheduler, server: RedisServer
+) -> None:
+    pipeline = ClusterResultsPipeline.from_crawler(scheduler.crawler)
+    assert pipeline.process_item({"not": "a result"}) == {"not": "a result"}
+    line = worker_lost_result(scheduler.spider, task(5), 3)
+    with pytest.raises(DropItem):
+        pipeline.process_item(line)  # no lease: committed as it is
+    with pytest.raises(DropItem):
+        pipeline.process_item(line)  # a second time: not committed again
+    assert crawler_stat(scheduler, "urlcheck/cluster/committed") == 1
+    assert crawler_stat(scheduler, "urlcheck/cluster/duplicates") == 1
+    assert [x["row"] for x in collected(server)] == [5]
+
+
+def test_without_redis_url_the_cluster_parts_are_off() -> None:
+    crawler = get_crawler(CheckSpider, {})
+    crawler.spider = CheckSpider.from_crawler(crawler, csv="urls.csv")
+    with pytest.raises(NotConfigured):
+        ClusterScheduler.from_crawler(crawler)
+    with pytest.raises(NotConfigured):
+        ClusterResultsPipeline.from_crawler(crawler)
