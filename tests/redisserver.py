@@ -67,15 +67,6 @@ class RedisServer:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def freeze(self) -> None:
-        """SIGSTOP: connections stay open and nothing answers (a hung or overloaded Redis)."""
-        assert self.process is not None
-        self.process.send_signal(signal.SIGSTOP)
-
-    def thaw(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGCONT)
-
     def restart(self) -> None:
         """Stop it and start it again, empty, on the same port (a Redis without AOF)."""
         self.stop()

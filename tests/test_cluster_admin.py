@@ -89,9 +89,11 @@ def test_status_control_and_clean_of_a_job(
 
 
 def test_preflight_lets_the_crawl_wait_for_an_unreachable_redis() -> None:
-    check_coordinator(Settings(), {"csv": "urls.csv", "job": "x"})  # not distributed
+    check_coordinator(Settings(), {"csv": "urls.csv", "job": "x"}, None)  # not distributed
     settings = Settings({"REDIS_URL": "redis://127.0.0.1:1/0", "DOWNLOAD_TIMEOUT": 20})
-    check_coordinator(settings, {"csv": "urls.csv", "job": "x"})  # nobody to ask: no refusal
+    check_coordinator(
+        settings, {"csv": "urls.csv", "job": "x"}, "jobs/x"
+    )  # nobody to ask: no refusal
 
 
 def test_boundary_errors_are_named(client: redis.Redis) -> None:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Literal
 
 from urlcheck.addressguard import AddressPolicy
 from urlcheck.backoff import BackoffConfig
-from urlcheck.jobs.recheck import Recheck
 from urlcheck.cluster.config import ClusterConfig
+from urlcheck.jobs.recheck import Recheck
 from urlcheck.jobs.status import STUCK_AFTER_SECONDS
 from urlcheck.proxyconfig import ProxySettings
 from urlcheck.settingsreader import ConfigError, SettingsReader
