@@ -6,6 +6,7 @@ Tests that flush or restart Redis use this, never the shared server on 6379.
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -61,6 +62,24 @@ class RedisServer:
             self._proc.terminate()
             self._proc.wait(10)
             self._proc = None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def restart(self) -> None:
+        """Stop it and start it again, empty, on the same port (a Redis without AOF)."""
+        self.stop()
+        self.start()
+
+    def freeze(self) -> None:
+        """SIGSTOP: connections stay open and nothing answers (a hung or overloaded Redis)."""
+        assert self._proc is not None
+        self._proc.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self._proc is not None
+        self._proc.send_signal(signal.SIGCONT)
 
     def flush(self) -> None:
         client = redis.Redis(port=self.port, socket_timeout=1.0)

@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from urlcheck.cluster.admin import check_coordinator
+from urlcheck.cluster.config import check_cluster
+from urlcheck.cluster.errors import ClusterError
 from urlcheck.config import ConfigError, UrlcheckConfig
 from urlcheck.csvinput import CsvSource, InputError
 from urlcheck.jobs.errors import JobError, JobLockedError
@@ -42,6 +45,13 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
     when the user named none, and ``-a csv`` may be left out when the job keeps its own copy.
     """
     csv = spider_args.get("csv")
+    try:
+        check_cluster(settings, spider_args)
+        if not csv and spider_args.get("job"):  # a worker of a distributed job
+            UrlcheckConfig.from_settings(settings)
+            return None
+    except ConfigError as exc:
+        raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
     jobdir = choose_jobdir(settings, csv)
     if not csv:
         copy = jobdir / INPUT_COPY if jobdir is not None else None
@@ -65,6 +75,10 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
         raise PreflightError(
             "recheck: re-checking rows needs a job (drop --no-job)", ExitCode.INPUT_ERROR
         )
+    try:
+        check_coordinator(settings, spider_args, jobdir)  # one coordinator per distributed job
+    except ClusterError as exc:
+        raise PreflightError(str(exc), ExitCode.LOCKED) from None
     if jobdir is None:
         return None
     settings.set("JOBDIR", str(jobdir), priority="cmdline")

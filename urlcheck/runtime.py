@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
+    from urlcheck.cluster.crawl.runtime import ClusterRuntime
     from urlcheck.feeder import HostFeeder
     from urlcheck.jobs.context import JobContext
     from urlcheck.proxypool import ProxyPool
@@ -43,6 +44,8 @@ class Runtime:
         self.row_error: Callable[[Response, BaseException], Result | None] | None = None
         # Set by the check spider: how a cancel ends the rows in hand (JobControl calls it).
         self.wind_down: Callable[[float], Awaitable[None]] | None = None
+        # Set by the check spider in distributed mode (REDIS_URL; docs/distributed.md):
+        self.cluster: ClusterRuntime | None = None
 
     @property
     def results_path(self) -> Path | None:

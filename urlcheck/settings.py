@@ -81,6 +81,8 @@ SPIDER_MIDDLEWARES = {
     "urlcheck.middlewares.rowerrors.RowErrorsMiddleware": 950,
 }
 ITEM_PIPELINES = {
+    # Off (NotConfigured) unless REDIS_URL is set: results are committed to the job in Redis.
+    "urlcheck.cluster.crawl.pipeline.ClusterResultsPipeline": 290,
     "urlcheck.pipelines.ResultsPipeline": 300,
 }
 EXTENSIONS = {
@@ -91,6 +93,8 @@ EXTENSIONS = {
     "urlcheck.extensions.progress.Progress": 110,
     # Off (NotConfigured) unless URLCHECK_METRICS_PORT or URLCHECK_METRICS_FILE is set.
     "urlcheck.extensions.metrics.Metrics": 520,
+    # Off unless REDIS_URL is set and -a csv is given: feeds Redis, writes results.jsonl.
+    "urlcheck.cluster.crawl.coordinator.ClusterCoordinator": 120,
     "urlcheck.extensions.summary.Summary": 500,
     "urlcheck.extensions.hostreport.HostReport": 505,
     "urlcheck.extensions.proxyprobes.ProxyProbes": 510,

@@ -19,6 +19,7 @@ from scrapy.exceptions import UsageError
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
 from urlcheck.jobs.files import JobMeta
 from urlcheck.preflight import PreflightError, preflight
+from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
     import argparse
@@ -33,6 +34,9 @@ def exit_code(crawler: Crawler) -> ExitCode:
         return ExitCode.INPUT_ERROR
     if stats.get("urlcheck/rows_missing"):  # never silence: a row fed without its line
         return ExitCode.ROWS_MISSING
+    cluster = runtime(crawler).cluster
+    if cluster is not None and not cluster.is_coordinator:  # a worker: the job is not its own
+        return ExitCode.FINISHED if reason in ("finished", "cancelled") else ExitCode.PAUSED
     jobdir = crawler.settings.get("JOBDIR")
     meta = JobMeta.load(Path(jobdir)) if jobdir else None
     if meta is not None:  # the whole job's verdicts, not only this run's

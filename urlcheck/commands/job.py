@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from urlcheck.cluster.admin import clean, cluster_control, cluster_status
+from urlcheck.cluster.errors import ClusterError
 from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import (
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
 
     from urlcheck.clock import Clock
 
-ACTIONS = ("status", "pause", "resume", "cancel", "run")
+ACTIONS = ("status", "pause", "resume", "cancel", "run", "clean")
 _CONFIRM_SECONDS = 3.0
 
 # The state a running crawl reports once it has obeyed each request.
@@ -70,13 +72,21 @@ def _load(jobdir: Path) -> JobMeta:
     return meta
 
 
-def _status(jobdir: Path, as_json: bool, clock: Clock, out: TextIO) -> ExitCode:
+def _status(
+    jobdir: Path, as_json: bool, clock: Clock, out: TextIO, redis_url: str | None = None
+) -> ExitCode:
     meta = catch_up(_load(jobdir), jobdir)
     status = derive_status(meta, now=clock(), jobdir=jobdir, holder_pid=lock_holder(jobdir))
+    cluster = cluster_status(jobdir, redis_url)  # None unless it ran in distributed mode
     if as_json:
-        out.write(json.dumps(status.to_dict(), ensure_ascii=False, indent=2) + "\n")
+        data = status.to_dict()
+        if cluster is not None:
+            data["cluster"] = cluster[1]
+        out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
         out.write(format_status(status) + "\n")
+        if cluster is not None:
+            out.write(cluster[0] + "\n")
     return ExitCode.FINISHED
 
 
@@ -122,9 +132,15 @@ def _control(
     clock: Clock,
     sleep: Callable[[float], None],
     out: TextIO,
+    *,
+    redis_url: str | None = None,
 ) -> ExitCode:
     meta = _load(jobdir)
+    # A distributed job's workers obey Redis, with or without its coordinator running.
+    sent = cluster_control(jobdir, action.value, redis_url, out)
     holder = lock_holder(jobdir)
+    if holder is None and sent and action is not ControlAction.CANCEL:
+        return ExitCode.FINISHED
     if holder is None:
         if action is ControlAction.CANCEL:
             if meta.state.terminal:
@@ -175,16 +191,27 @@ def run_job_command(
     sleep: Callable[[float], None] = time.sleep,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    redis_url: str | None = None,
 ) -> ExitCode:
     """Do one ``scrapy job`` action; messages go to ``out``, problems to ``err``. ``jobdir``
     may also be a CSV: its default job (the one ``scrapy crawl check -a csv=CSV`` runs)."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    jobdir = job_for(jobdir)
     try:
+        if action == "clean":  # `jobdir` is a distributed job's name here
+            if not redis_url:
+                raise JobCommandError(
+                    "clean needs the job's Redis: -s REDIS_URL=...", ExitCode.INPUT_ERROR
+                )
+            clean(str(jobdir), redis_url, out)
+            return ExitCode.FINISHED
+        jobdir = job_for(jobdir)
         if action == "status":
-            return _status(jobdir, as_json, clock, out)
-        return _control(jobdir, ControlAction(action), clock, sleep, out)
+            return _status(jobdir, as_json, clock, out, redis_url)
+        return _control(jobdir, ControlAction(action), clock, sleep, out, redis_url=redis_url)
+    except ClusterError as exc:
+        err.write(f"urlcheck: {jobdir}: {exc}\n")
+        return ExitCode.INPUT_ERROR
     except JobCommandError as exc:
         err.write(f"urlcheck: {exc}\n")
         return exc.code
@@ -286,7 +313,7 @@ class Command(ScrapyCommand):
     def syntax(self) -> str:
         return (
             "status|pause|resume|cancel|run DIR [--json] [-- CRAWL OPTIONS] | report PATH "
-            "[-o FILE] | diff OLD NEW [-o FILE]"
+            "[-o FILE] | diff OLD NEW [-o FILE] | clean NAME -s REDIS_URL=..."
         )
 
     def short_desc(self) -> str:
@@ -298,7 +325,9 @@ class Command(ScrapyCommand):
             "activity (--json for the same as JSON); pause, resume and cancel ask the crawl "
             "running the job to do so within a second. run runs the job's crawl and restarts it "
             "when it dies or goes stuck (options after -- go to `scrapy crawl check`, e.g. "
-            "-- -a csv=urls.csv). Exit codes: docs/jobs.md. "
+            "-- -a csv=urls.csv). For a distributed job, pause, resume and cancel reach every "
+            "worker through Redis and status lists the workers; clean NAME removes its keys "
+            "from Redis (docs/distributed.md). Exit codes: docs/jobs.md. "
             "report writes a report of a job directory or results file (-o report.html, "
             "report.md, junit.xml); diff lists the rows that changed between two runs (-o for "
             "JSON lines) and exits 1 when one regressed: docs/reports.md."
@@ -357,7 +386,11 @@ class Command(ScrapyCommand):
             return
         if len(args) != 2:
             raise UsageError(f"{args[0]} takes a job directory only")
-        self.exitcode = int(run_job_command(args[0], Path(args[1]), as_json=opts.json))
+        assert self.settings is not None
+        redis_url = self.settings.get("REDIS_URL") or None
+        self.exitcode = int(
+            run_job_command(args[0], Path(args[1]), as_json=opts.json, redis_url=redis_url)
+        )
 
     def _run_report(self, args: list[str], opts: argparse.Namespace) -> int:
         if args[0] == "report" and len(args) == 2:

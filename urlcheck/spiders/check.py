@@ -24,6 +24,7 @@ from urlcheck import meta as m
 from urlcheck import scrapyinternals as internals
 from urlcheck.addressguard import is_public
 from urlcheck.chain import Answer, ChainRules, Finish, Step, too_long
+from urlcheck.cluster.crawl.runtime import ClusterRuntime
 from urlcheck.config import resolve_user_agent
 from urlcheck.csvinput import CsvSource, InputError, Record
 from urlcheck.errors import classify_failure
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _INDEX_YIELD_EVERY = 20_000
+CLUSTER_SCHEDULER = "urlcheck.cluster.crawl.scheduler.ClusterScheduler"
 # Settings that change what a result says; recorded in the job's meta.json.
 SHAPING_SETTINGS = (
     "URLCHECK_METHOD",
@@ -64,17 +66,23 @@ SHAPING_SETTINGS = (
 class CheckSpider(Spider):
     name = "check"
 
-    def __init__(self, csv: str | None = None, out: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, csv: str | None = None, out: str | None = None, job: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
-        if not csv:
+        if not csv and not job:
             raise ValueError("the check spider needs the input file: -a csv=PATH")
-        self.csv_path = Path(csv)
+        # Without csv: a worker of the distributed job `job` (docs/distributed.md).
+        self.csv_path = Path(csv) if csv else None
+        self.job = job
         self.out = Path(out) if out else None
         self._closed_rows = set()
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
+        if settings.get("REDIS_URL"):  # distributed mode: work comes from the job in Redis
+            settings.set("SCHEDULER", CLUSTER_SCHEDULER, priority="spider")
         preset = settings.get("URLCHECK_USER_AGENT")
         priority = settings.getpriority("URLCHECK_USER_AGENT") or 0
         if preset and (settings.getpriority("USER_AGENT") or 0) <= priority:
@@ -99,6 +107,8 @@ class CheckSpider(Spider):
         spider.runtime.row_error = spider.internal_error
         crawler.signals.connect(spider._line_written, signal=signals.item_scraped)
         crawler.signals.connect(spider._check_every_row, signal=signals.spider_closed)
+        if ClusterRuntime.for_crawler(crawler, spider) is None and spider.csv_path is None:
+            raise ValueError("a worker (-a job=NAME without -a csv) needs -s REDIS_URL=...")
         return spider
 
     runtime: Runtime
@@ -113,6 +123,8 @@ class CheckSpider(Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         rt = self.runtime
+        if self.csv_path is None:  # a worker: its scheduler claims work from Redis
+            return
         try:
             results = rt.results = plan_results(
                 self.crawler.settings, self.out, self.csv_path, rt.config.recheck
@@ -164,6 +176,9 @@ class CheckSpider(Spider):
         for row, offset in invalid:
             ledger.fed(row)
             yield self._invalid_result(source.read_at(offset, row))
+        if rt.cluster is not None and rt.cluster.coordinator is not None:
+            await rt.cluster.coordinator.feed(self, source, feeder)
+            return
         # Until every row fed has its line: a row whose request was dropped is found (and given
         # its line) only once nothing else is left in flight.
         idle_checks = 0
@@ -297,8 +312,10 @@ class CheckSpider(Spider):
             self.ledger.written(item.row)
 
     def _check_every_row(self, reason: str) -> None:
-        if reason != "finished":
-            return  # paused, cancelled or stopped: the rows left are for the resume
+        if reason != "finished" or self.csv_path is None:
+            # paused, cancelled or stopped: the rows left are for the resume; or a worker of a
+            # distributed job, whose lines the coordinator writes (and checks there)
+            return
         count, first = self.ledger.missing()
         if not count:
             return

@@ -1,0 +1,116 @@
+"""One process's share of a distributed job: ``runtime(crawler).cluster`` (None when
+``REDIS_URL`` is not set), made by the check spider, which knows the job and the role."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import time
+from typing import TYPE_CHECKING
+
+from urlcheck import scrapyinternals as internals
+from urlcheck.cluster.connection import connect
+from urlcheck.cluster.frontier import Frontier
+from urlcheck.cluster.job import ClusterJob
+from urlcheck.cluster.leases import LeaseBook
+from urlcheck.cluster.scripts import Breaker
+from urlcheck.cluster.workers import WorkerInfo
+from urlcheck.runtime import runtime
+from urlcheck.settingsreader import ConfigError
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+    from urlcheck.cluster.config import ClusterConfig
+    from urlcheck.cluster.crawl.coordinator import Coordinator
+    from urlcheck.cluster.crawl.scheduler import ClusterScheduler
+
+logger = logging.getLogger(__name__)
+
+COORDINATOR = "coordinator"
+WORKER = "worker"
+
+
+class ClusterRuntime:
+    def __init__(self, crawler: Crawler, config: ClusterConfig, job: str, role: str) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.role = role
+        self.client = connect(config.redis_url, **config.redis_params)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(2)}"
+        # One breaker for every call of this process: a hung Redis costs one timeout, not one
+        # per call, on the event loop.
+        self.breaker = Breaker()
+        self.frontier = Frontier(self.client, job, owner=self.owner, breaker=self.breaker)
+        self.job = ClusterJob(self.client, job, breaker=self.breaker)
+        self.book = LeaseBook(config.lease_ttl, margin=config.send_margin)
+        self.started = time.time()
+        self.rows_done = 0  # results this process committed
+        self.finished = False  # the job is done or cancelled: ask for no more work
+        self.control = ""
+        self.coordinator: Coordinator | None = None  # set by the ClusterCoordinator extension
+        self.scheduler: ClusterScheduler | None = None  # set when the scheduler opens
+
+    @classmethod
+    def for_crawler(cls, crawler: Crawler, spider: Spider | None = None) -> ClusterRuntime | None:
+        """The crawl's cluster runtime, made on first use; the spider's ``from_crawler`` passes
+        itself (the crawler gets its spider only afterwards)."""
+        rt = runtime(crawler)
+        config = rt.config.cluster
+        if rt.cluster is not None or config is None:
+            return rt.cluster
+        spider = spider or crawler.spider
+        if spider is None:  # components built before the spider (scrapy.utils.test.get_crawler)
+            return None
+        job = getattr(spider, "job", None)
+        if not job:
+            raise ConfigError("REDIS_URL is set (distributed mode): name the job with -a job=NAME")
+        role = COORDINATOR if getattr(spider, "csv_path", None) is not None else WORKER
+        rt.cluster = cls(crawler, config, str(job), role)
+        logger.info(
+            "Distributed mode: %s %s of job %r on %s",
+            role,
+            rt.cluster.owner,
+            str(job),
+            redacted(config.redis_url),
+        )
+        return rt.cluster
+
+    @property
+    def is_coordinator(self) -> bool:
+        return self.role == COORDINATOR
+
+    def info(self, state: str = "running") -> WorkerInfo:
+        host, pid, _ = self.owner.split(":", 2)
+        return WorkerInfo(
+            self.owner,
+            host,
+            int(pid),
+            self.role,
+            self.started,
+            self.rows_done,
+            len(self.book),
+            state,
+        )
+
+    def delay_for(self, host: str) -> float:
+        """The per-host delay this process would keep (DOWNLOAD_DELAY, raised by AutoThrottle
+        and by the pace learned from 429s); sent with each completion, and Redis keeps the pace
+        a 429 taught for every process."""
+        engine = self.crawler.engine
+        slot = internals.slot_times(engine.downloader, host) if engine is not None else None
+        learned = runtime(self.crawler).backoff.pace.delay(host)
+        return max(self.config.delay, slot.delay if slot is not None else 0.0, learned)
+
+
+def redacted(url: str) -> str:
+    """The URL without its password, for logs and job files."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest.split("/", 1)[0]:
+        return url
+    creds, _, hostpart = rest.partition("@")
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user + '@' if user else ''}{hostpart}"

@@ -1,0 +1,97 @@
+"""Requests of the check spider to and from the JSON tasks that travel through Redis."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from urlcheck import meta as m
+from urlcheck.cluster.task import Task
+from urlcheck.results import Hop, Result, RowTask, build_result
+
+if TYPE_CHECKING:
+    from scrapy import Request
+
+    from urlcheck.spiders.check import CheckSpider
+
+
+def row_of(request: Request) -> int | None:
+    task = request.meta.get(m.TASK)
+    return task.row if isinstance(task, RowTask) else None
+
+
+def task_from_row(row_task: RowTask, method: str) -> Task:
+    """A new row, as the coordinator queues it."""
+    assert row_task.requested_url is not None
+    return Task(
+        row=row_task.row,
+        url=row_task.url,
+        requested_url=row_task.requested_url,
+        expected=row_task.expected,
+        extra=dict(row_task.extra),
+        target=row_task.requested_url,
+        method=method,
+        notes=list(row_task.notes),
+    )
+
+
+def task_from_request(request: Request) -> Task:
+    meta = request.meta
+    row_task: RowTask = meta[m.TASK]
+    return Task(
+        row=row_task.row,
+        url=row_task.url,
+        requested_url=row_task.requested_url,
+        expected=row_task.expected,
+        extra=dict(row_task.extra),
+        target=request.url,
+        method=request.method,
+        chain=list(meta[m.CHAIN]),
+        notes=list(row_task.notes),
+        retries=int(meta[m.RETRIES]),
+        retry_times=int(meta.get("retry_times", 0)),
+        retry_after=meta.get(m.RETRY_AFTER),
+        after_public=bool(meta.get(m.AFTER_PUBLIC)),
+    )
+
+
+def _row_task(task: Task) -> RowTask:
+    return RowTask(
+        task.row,
+        task.url,
+        task.requested_url,
+        task.expected,
+        dict(task.extra),
+        -1,
+        list(task.notes),
+    )
+
+
+def request_from_task(spider: CheckSpider, task: Task) -> Request:
+    request = spider._request(
+        _row_task(task),
+        task.target,
+        cast("list[Hop]", list(task.chain)),
+        retries=task.retries,
+        method=task.method,
+        after_public=task.after_public,
+    )
+    if task.retry_times:
+        request.meta["retry_times"] = task.retry_times
+    if task.retry_after is not None:
+        request.meta[m.RETRY_AFTER] = task.retry_after
+    return request
+
+
+def worker_lost_result(spider: CheckSpider, task: Task, reaps: int) -> Result:
+    return build_result(
+        _row_task(task),
+        cast("list[Hop]", list(task.chain)),
+        rules=spider.rules,
+        error="worker_lost",
+        error_message=(
+            f"{reaps} processes lost this row's request (killed or stalled past the lease "
+            f"TTL) while fetching {task.target}"
+        ),
+        retries=task.retries + task.retry_times,
+        retry_after=task.retry_after,
+    )

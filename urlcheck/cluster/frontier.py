@@ -1,0 +1,228 @@
+"""The per-host frontier in Redis, seen from a process that checks URLs (worker or coordinator).
+
+Per host, across every process: at most one request in flight (a host with a lease is never
+ready), and the next request no earlier than ``max(dispatch + delay, done + delay, until)`` on
+Redis's clock, where ``until`` ends a 429/503 back-off. Each request costs two round trips:
+``claim`` (one lease per ready host, up to the free download places) and ``complete`` (release
+and outcome in one atomic step). ``renew`` extends all of a process's leases and records its
+heartbeat in one call every few seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from urlcheck.cluster.errors import ClusterError
+from urlcheck.cluster.keys import JobKeys
+from urlcheck.cluster.scripts import Breaker, Scripts, text
+from urlcheck.cluster.task import Task, decode_entry, encode_entry
+
+if TYPE_CHECKING:
+    import redis
+
+    from urlcheck.cluster.workers import WorkerInfo
+
+# Expired leases reaped per claim: bounds the script's run time after a mass failure.
+REAP_LIMIT = 16
+# After this many expired leases a row is committed as "worker_lost" instead of sent again.
+MAX_REAPS = 3
+
+
+def _ms(seconds: float) -> int:
+    return max(round(seconds * 1000), 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    host: str
+    token: str
+    reaps: int  # how many earlier holders of this task lost their lease
+    task: Task
+
+    @property
+    def lost_too_often(self) -> bool:
+        return self.reaps >= MAX_REAPS
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    control: str  # "run", "paused", "cancelled"; "" when Redis holds no such job
+    status: str  # "running", "done", "cancelled"; "" when Redis holds no such job
+    wait: float | None  # seconds until the next host is ready; None when none is queued
+    reaped: int  # expired leases this call put back
+    dropped: int  # queued copies of rows already done, discarded
+    leases: tuple[Lease, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    owned: bool  # False: the lease had expired (the task was re-queued for someone else)
+    committed: bool  # this call recorded the row's result (it was not done before)
+    claim: Claim | None = None  # the next leases, when asked for with ``claim_n``
+
+
+@dataclass(frozen=True, slots=True)
+class Renewal:
+    control: str
+    status: str
+    lost: frozenset[str]  # hosts whose lease this process no longer holds
+
+
+def _claim(reply: list[Any]) -> Claim:
+    control, status, wait_ms, reaped, dropped = reply[:5]
+    leases = tuple(
+        Lease(
+            text(reply[i]), text(reply[i + 1]), int(reply[i + 2]), decode_entry(text(reply[i + 3]))
+        )
+        for i in range(5, len(reply), 4)
+    )
+    wait = None if int(wait_ms) < 0 else int(wait_ms) / 1000
+    return Claim(text(control), text(status), wait, int(reaped), int(dropped), leases)
+
+
+@dataclass(frozen=True, slots=True)
+class Then:
+    """Claim ``n`` more leases in the same round trip as a completion."""
+
+    n: int
+    ttl: float
+
+
+class Frontier:
+    def __init__(
+        self, client: redis.Redis, job: str, *, owner: str, breaker: Breaker | None = None
+    ) -> None:
+        if not owner or "|" in owner:
+            raise ClusterError(f"worker id {owner!r}: expected a non-empty id without '|'")
+        self.keys = JobKeys(job)
+        self.owner = owner
+        self.scripts = Scripts(client, self.keys, breaker)
+
+    @property
+    def round_trips(self) -> int:
+        return self.scripts.calls
+
+    def push(self, items: Iterable[tuple[str, Task]], *, front: bool = False) -> int:
+        """Queue tasks on their hosts (new rows at the back, marked as fed; ``front`` for
+        hops and retries); rows already done are skipped. Returns how many were queued."""
+        args: list[str | int] = ["1" if front else "0"]
+        for host, task in items:
+            args += [host, encode_entry(task)]
+        if len(args) == 1:
+            return 0
+        return int(self.scripts.run("push", *args))
+
+    def claim(self, n: int, *, ttl: float, delay: float) -> Claim:
+        """Lease up to ``n`` ready hosts for ``ttl`` seconds. ``delay`` is this process's
+        per-host delay, applied to hosts whose holder vanished."""
+        reply = self.scripts.run("claim", self.owner, _ms(ttl), max(n, 0), _ms(delay), REAP_LIMIT)
+        control, status, wait_ms, reaped, dropped = reply[:5]
+        leases = tuple(
+            Lease(
+                text(reply[i]),
+                text(reply[i + 1]),
+                int(reply[i + 2]),
+                decode_entry(text(reply[i + 3])),
+            )
+            for i in range(5, len(reply), 4)
+        )
+        wait = None if int(wait_ms) < 0 else int(wait_ms) / 1000
+        return Claim(text(control), text(status), wait, int(reaped), int(dropped), leases)
+
+    def complete_result(
+        self,
+        lease: Lease,
+        line: str,
+        *,
+        delay: float,
+        then: Then | None = None,
+    ) -> Completion:
+        """The row's chain ended: ``line`` is its results.jsonl line. Committed at most once
+        per row, whoever sends it and however often."""
+        return self._complete(lease, "result", line, delay=delay, then=then)
+
+    def complete_hop(
+        self,
+        lease: Lease,
+        next_host: str,
+        next_task: Task,
+        *,
+        delay: float,
+        then: Then | None = None,
+    ) -> Completion:
+        """The hop answered with a redirect: the next hop goes to the front of its host's
+        queue (dropped when this lease had expired: the re-queued copy redoes the hop)."""
+        entry = encode_entry(next_task)
+        return self._complete(lease, "hop", entry, delay=delay, next_host=next_host, then=then)
+
+    def complete_retry(
+        self,
+        lease: Lease,
+        task: Task,
+        *,
+        delay: float,
+        backoff: float = 0.0,
+        strikes: int = 0,
+        then: Then | None = None,
+    ) -> Completion:
+        """Send ``task`` again, first in its host's queue, not before ``backoff`` seconds
+        (the host is paused for every process)."""
+        return self._complete(
+            lease,
+            "retry",
+            encode_entry(task),
+            delay=delay,
+            backoff=backoff,
+            strikes=strikes,
+            then=then,
+        )
+
+    def commit(self, row: int, line: str) -> bool:
+        """Commit a result that holds no lease: a row judged without a request (an invalid
+        URL), or one whose lease was lost while its request ran. First result wins."""
+        lease = Lease("", "", 0, Task(row, "", None, None, {}, ""))
+        return self._complete(lease, "result", line, delay=0).committed
+
+    def release(self, lease: Lease, *, delay: float) -> Completion:
+        """Hand back a claimed task that was never sent."""
+        return self._complete(lease, "release", "", delay=delay)
+
+    def _complete(
+        self,
+        lease: Lease,
+        kind: str,
+        payload: str,
+        *,
+        delay: float,
+        backoff: float = 0.0,
+        strikes: int = 0,
+        next_host: str = "",
+        then: Then | None = None,
+    ) -> Completion:
+        reply = self.scripts.run(
+            "complete",
+            lease.host,
+            lease.token,
+            kind,
+            _ms(delay),
+            _ms(backoff),
+            strikes,
+            lease.task.row,
+            payload,
+            next_host,
+            self.owner,
+            _ms(then.ttl) if then else 0,
+            then.n if then else 0,
+            REAP_LIMIT,
+        )
+        claim = _claim(reply[2:]) if then and then.n > 0 else None
+        return Completion(bool(reply[0]), bool(reply[1]), claim)
+
+    def renew(self, leases: Iterable[Lease], *, ttl: float, info: WorkerInfo | None) -> Renewal:
+        args: list[str | int] = [self.owner, _ms(ttl), "" if info is None else info.to_json()]
+        for lease in leases:
+            args += [lease.host, lease.token]
+        reply = self.scripts.run("renew", *args)
+        return Renewal(text(reply[0]), text(reply[1]), frozenset(text(h) for h in reply[2:]))

@@ -1,0 +1,157 @@
+-- Shared prelude of every urlcheck frontier script (prepended by urlcheck/cluster/scripts.py).
+-- KEYS are the job's fixed keys, in the order of JobKeys.fixed(); ARGV[1] is the job prefix
+-- "uc:{<job>}:", from which the per-host keys are built (same hash tag, so the same slot).
+local K_META, K_READY, K_INFLIGHT, K_LEASES, K_DONE, K_FED, K_RESULTS, K_PAUSED, K_CLOCK,
+  K_SEQ, K_REAPS, K_WORKERS, K_BEATS = unpack(KEYS)
+local PREFIX = ARGV[1]
+-- h:<host> outlives its queue so a back-off or a learned delay survives an empty spell.
+local HOST_STATE_TTL_MS = 3600000
+
+local function qkey(host) return PREFIX .. 'q:' .. host end
+local function hkey(host) return PREFIX .. 'h:' .. host end
+
+-- Milliseconds from the server's clock, never going backwards within the job.
+local function now_ms()
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local last = tonumber(redis.call('GET', K_CLOCK) or '0')
+  if now <= last then return last end
+  redis.call('SET', K_CLOCK, string.format('%d', now))
+  return now
+end
+
+local function num(value) return tonumber(value or '0') or 0 end
+
+-- Counters live in `meta` only while the job exists: a stray call after Redis lost the job
+-- must not make it look open.
+local function count(field, n)
+  if redis.call('HEXISTS', K_META, 'status') == 1 then redis.call('HINCRBY', K_META, field, n) end
+end
+
+-- A queue entry is "<row>|<task json>"; a lease value is "<token>|<owner>|<entry>".
+local function entry_row(entry)
+  local bar = string.find(entry, '|', 1, true)
+  return tonumber(string.sub(entry, 1, bar - 1))
+end
+
+local function split_lease(value)
+  local a = string.find(value, '|', 1, true)
+  local b = string.find(value, '|', a + 1, true)
+  return string.sub(value, 1, a - 1), string.sub(value, a + 1, b - 1), string.sub(value, b + 1)
+end
+
+local function is_done(row) return redis.call('GETBIT', K_DONE, row) == 1 end
+
+-- A host is in `ready` exactly when it has queued work and no lease; its score is the first
+-- moment it may be sent to again.
+local function make_ready(host, now)
+  if redis.call('HEXISTS', K_INFLIGHT, host) == 1 then return end
+  if redis.call('LLEN', qkey(host)) == 0 then return end
+  local at = math.max(now, num(redis.call('HGET', hkey(host), 'next')))
+  redis.call('ZADD', K_READY, 'NX', string.format('%d', at), host)
+end
+
+local function push(host, entry, front, now)
+  if front then
+    redis.call('LPUSH', qkey(host), entry)
+  else
+    redis.call('RPUSH', qkey(host), entry)
+  end
+  make_ready(host, now)
+end
+
+-- The gap rule: the next request to a host starts no earlier than `delay` after the previous
+-- one's dispatch and after the end of its download, and not before a back-off ends. `delay` is
+-- the completing process's (DOWNLOAD_DELAY, AutoThrottle, its learned pace), raised to the
+-- host's shared pace: the largest delay any process had learned when the host sent a 429/503.
+local function set_next(host, now, delay, backoff_ms, strikes)
+  local h = hkey(host)
+  local dispatch = num(redis.call('HGET', h, 'dispatch'))
+  local until_ = num(redis.call('HGET', h, 'until'))
+  local pace = num(redis.call('HGET', h, 'pace'))
+  if backoff_ms > 0 then
+    until_ = math.max(until_, now + backoff_ms)
+    pace = math.max(pace, delay)
+    redis.call('HSET', h, 'until', string.format('%d', until_), 'strikes', strikes,
+      'pace', string.format('%d', pace))
+    redis.call('ZADD', K_PAUSED, string.format('%d', until_), host)
+  end
+  delay = math.max(delay, pace)
+  local nxt = math.max(dispatch + delay, now + delay, until_)
+  redis.call('HSET', h, 'done', string.format('%d', now), 'next', string.format('%d', nxt),
+    'delay', string.format('%d', delay))
+  redis.call('PEXPIRE', h, math.max(until_ - now, 0) + HOST_STATE_TTL_MS)
+  return nxt
+end
+
+-- Reaps expired leases (their task goes back to the front of its host's queue), then leases up
+-- to n ready hosts, one task each. A leased host is never in `ready`: 1 in flight per host.
+-- Returns {control, status, wait_ms, reaped, dropped, host, token, reaps, entry, ...}.
+local function claim(owner, ttl, n, delay, reap_limit, now)
+  local reaped = 0
+  local expired = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', now, 'LIMIT', 0, reap_limit)
+  for _, host in ipairs(expired) do
+    local value = redis.call('HGET', K_INFLIGHT, host)
+    redis.call('HDEL', K_INFLIGHT, host)
+    redis.call('ZREM', K_LEASES, host)
+    if value then
+      local _, _, entry = split_lease(value)
+      local row = entry_row(entry)
+      if not is_done(row) then
+        redis.call('LPUSH', qkey(host), entry)
+        redis.call('HINCRBY', K_REAPS, row, 1)
+      end
+    end
+    -- The lost request may still be on its way: count it as just finished.
+    local h = hkey(host)
+    local nxt = math.max(num(redis.call('HGET', h, 'next')), now + delay)
+    redis.call('HSET', h, 'next', string.format('%d', nxt))
+    make_ready(host, now)
+    reaped = reaped + 1
+  end
+  if reaped > 0 then count('reaped', reaped) end
+  redis.call('ZREMRANGEBYSCORE', K_PAUSED, '-inf', now)
+
+  local meta = redis.call('HMGET', K_META, 'control', 'status', 'hold')
+  local control, status = meta[1] or '', meta[2] or ''
+  local reply = {control, status, -1, reaped, 0}
+  if control ~= 'run' then return reply end
+  local hold = num(meta[3])
+  if now < hold then
+    reply[3] = hold - now
+    return reply
+  end
+
+  local dropped = 0
+  local hosts = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now, 'LIMIT', 0, n)
+  for _, host in ipairs(hosts) do
+    redis.call('ZREM', K_READY, host)
+    local entry
+    while true do
+      entry = redis.call('LPOP', qkey(host))
+      if not entry then break end
+      local row = entry_row(entry)
+      if not is_done(row) then break end
+      -- A re-queued copy of a row another worker already finished.
+      redis.call('HDEL', K_REAPS, row)
+      dropped = dropped + 1
+    end
+    if entry then
+      local token = tostring(redis.call('INCR', K_SEQ))
+      redis.call('HSET', K_INFLIGHT, host, token .. '|' .. owner .. '|' .. entry)
+      redis.call('ZADD', K_LEASES, string.format('%d', now + ttl), host)
+      redis.call('HSET', hkey(host), 'dispatch', string.format('%d', now))
+      redis.call('PEXPIRE', hkey(host), HOST_STATE_TTL_MS)
+      local reaps = num(redis.call('HGET', K_REAPS, entry_row(entry)))
+      table.insert(reply, host)
+      table.insert(reply, token)
+      table.insert(reply, reaps)
+      table.insert(reply, entry)
+    end
+  end
+  reply[5] = dropped
+  if dropped > 0 then count('dropped', dropped) end
+  local first = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
+  if first[2] then reply[3] = math.max(tonumber(first[2]) - now, 0) end
+  return reply
+end

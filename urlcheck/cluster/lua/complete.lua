@@ -1,0 +1,61 @@
+-- complete(prefix, host, token, kind, delay_ms, backoff_ms, strikes, row, payload, next_host,
+--          owner, ttl_ms, claim_n, reap_limit)
+--   -> {owned, committed, then the reply of claim(owner, ttl_ms, claim_n) when claim_n > 0}
+-- kind: result (payload = the results.jsonl line), hop (payload = the next task entry, queued at
+-- the front of next_host), retry (payload = the task entry, back at the front of host) or
+-- release (a claimed task never sent: it goes back as it was).
+-- Releasing the lease and recording the outcome are one atomic step, so no crash can lose a
+-- task between them. A replayed complete finds its token gone and changes nothing but `next`.
+local host, token, kind = ARGV[2], ARGV[3], ARGV[4]
+local delay, backoff_ms, strikes = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
+local row, payload, next_host = tonumber(ARGV[8]), ARGV[9], ARGV[10]
+local now = now_ms()
+
+-- host '' commits a result that never had a lease (a row the coordinator judged itself).
+local owned = false
+if host ~= '' then
+  local value = redis.call('HGET', K_INFLIGHT, host)
+  owned = value ~= false and string.sub(value, 1, #token + 1) == token .. '|'
+  local nxt = set_next(host, now, delay, backoff_ms, strikes)
+  if owned then
+    redis.call('HDEL', K_INFLIGHT, host)
+    redis.call('ZREM', K_LEASES, host)
+    if not is_done(row) then
+      if kind == 'retry' then
+        redis.call('LPUSH', qkey(host), payload)
+      elseif kind == 'release' then
+        local _, _, entry = split_lease(value)
+        redis.call('LPUSH', qkey(host), entry)
+      end
+    end
+    if redis.call('LLEN', qkey(host)) > 0 then
+      redis.call('ZADD', K_READY, string.format('%d', nxt), host)
+    end
+  else
+    -- The lease was reaped and its task re-queued: that copy redoes any hop or retry, but it must
+    -- still wait for this request's gap and back-off.
+    redis.call('ZADD', K_READY, 'XX', 'GT', string.format('%d', nxt), host)
+  end
+end
+
+local committed = 0
+if kind == 'result' then
+  if redis.call('SETBIT', K_DONE, row, 1) == 0 then
+    redis.call('XADD', K_RESULTS, '*', 'row', row, 'line', payload)
+    count('committed', 1)
+    committed = 1
+  end
+  redis.call('HDEL', K_REAPS, row)
+elseif kind == 'hop' and owned and not is_done(row) then
+  push(next_host, payload, true, now)
+end
+local reply = {owned and 1 or 0, committed}
+-- The request's download place is free again: lease the next task in the same round trip.
+local claim_n = tonumber(ARGV[13])
+if claim_n > 0 then
+  for _, value in ipairs(claim(ARGV[11], tonumber(ARGV[12]), claim_n, delay,
+    tonumber(ARGV[14]), now)) do
+    table.insert(reply, value)
+  end
+end
+return reply
