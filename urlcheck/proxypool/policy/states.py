@@ -69,30 +69,17 @@ def adopt(b: Books, rec: ProxyRec, state: State, until: float, now: float) -> No
         rec.until = rec.next_probe_at = until
     if rec.state is state:
         return
-    old = rec.state
     if state is State.PROBING:
         rec.window.reset()
         rec.recent_fail.clear()
         rec.ramp_ok = rec.probe_ok = rec.probe_inconclusive = rec.probe_fail_streak = 0
-    if old is State.QUARANTINED:
-        rec.quarantine_time += now - rec.state_since
-    rec.state = state
-    rec.state_since = now
-    b.counts[old] -= 1
-    b.counts[state] += 1
-    was_in, now_in = old in IN_SERVICE, state in IN_SERVICE
-    if was_in and not now_in:
-        b.cands.remove(rec)
-        b.refresh_max_weight()
-    elif now_in and not was_in:
-        b.cands.append(rec)
-        b.refresh_max_weight()
+    _move(b, rec, state, now)
     reweigh(b, rec)
 
 
-def set_state(  # noqa: PLR0917
-    b: Books, rec: ProxyRec, new: State, reason: str, now: float, events: list[Event]
-) -> None:
+def _move(b: Books, rec: ProxyRec, new: State, now: float) -> State:
+    """Put ``rec`` in state ``new``: its clocks, the state counts, the candidates; returns
+    the old state."""
     old = rec.state
     if old is State.QUARANTINED:
         rec.quarantine_time += now - rec.state_since
@@ -107,6 +94,13 @@ def set_state(  # noqa: PLR0917
     elif now_in and not was_in:
         b.cands.append(rec)
         b.refresh_max_weight()
+    return old
+
+
+def set_state(  # noqa: PLR0917
+    b: Books, rec: ProxyRec, new: State, reason: str, now: float, events: list[Event]
+) -> None:
+    old = _move(b, rec, new, now)
     rec.last_transition = (now, old, new, reason)
     b.dirty.add(rec.id)
     events.append(Transition(rec.id, old, new, reason))
