@@ -63,7 +63,9 @@ class ProxySettings:
     probe_interval: float
     report_interval: float
     store_uri: str
-    pool_name: str
+    # None when URLCHECK_PROXY_POOL_NAME is not set: then the job's name in distributed mode,
+    # on which every process of the job agrees, else `default` (pool_for).
+    pool_name: str | None
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> ProxySettings | None:
@@ -112,8 +114,17 @@ class ProxySettings:
             probe_interval=read.number("URLCHECK_PROXY_PROBE_INTERVAL", 1.0, minimum=0.05),
             report_interval=read.number("URLCHECK_PROXY_REPORT_INTERVAL", 60.0, minimum=1.0),
             store_uri=_store_uri(read.text("URLCHECK_PROXY_STORE", default_store_uri(settings))),
-            pool_name=_pool_name(read.text("URLCHECK_PROXY_POOL_NAME", "default")),
+            pool_name=(
+                None
+                if settings.get("URLCHECK_PROXY_POOL_NAME") is None
+                else _pool_name(read.text("URLCHECK_PROXY_POOL_NAME", ""))
+            ),
         )
+
+    def pool_for(self, job: str | None) -> str:
+        """The pool's name in its store: the one set, else the distributed job's, else
+        ``default``."""
+        return self.pool_name or job or "default"
 
 
 def pool_config(settings: BaseSettings) -> PoolConfig:
@@ -136,9 +147,10 @@ def pool_config(settings: BaseSettings) -> PoolConfig:
 
 
 def default_store_uri(settings: BaseSettings) -> str:
-    """Where the pool keeps its state when URLCHECK_PROXY_STORE is not set: this process.
-    The hook for the distributed mode, whose processes share the job's Redis."""
-    return "memory://"
+    """Where the pool keeps its state when URLCHECK_PROXY_STORE is not set: in distributed
+    mode the job's Redis (``REDIS_URL``), which every process of the job shares; else this
+    process."""
+    return SettingsReader(settings).text("REDIS_URL", "").strip() or "memory://"
 
 
 def _store_uri(uri: str) -> str:

@@ -20,7 +20,7 @@ def parse(**values: str) -> ProxySettings:
 def test_defaults_keep_the_pool_in_the_process() -> None:
     parsed = parse()
     assert parsed.store_uri == "memory://"
-    assert parsed.pool_name == "default"
+    assert (parsed.pool_name, parsed.pool_for(None)) == (None, "default")
 
 
 def test_a_redis_store_and_a_pool_name() -> None:

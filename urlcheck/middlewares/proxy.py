@@ -92,7 +92,9 @@ class ProxyPoolMiddleware:
         settings = rt.config.proxies
         if settings is None:
             raise NotConfigured  # no URLCHECK_PROXIES or URLCHECK_PROXY_FILE: the crawl runs direct
-        store = store_from_uri(settings.store_uri, settings.pool_name)
+        # In distributed mode the job's processes agree on its name (the pool's default).
+        job = rt.cluster.job.job if rt.cluster is not None else None
+        store = store_from_uri(settings.store_uri, settings.pool_for(job))
         pool = ProxyPool(settings.proxies, settings.pool, store=store)
         assert crawler.stats is not None
         pool.subscribe(partial(count_event, crawler.stats))
