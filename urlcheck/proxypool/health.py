@@ -52,26 +52,32 @@ class Window:
         self.blocks = 0
         self.recent = 0  # bit i set: the (i+1)-th most recent outcome failed
 
-    def push(self, code: int) -> None:
+    def push(self, code: int) -> bool:
+        """Add an outcome; True when the rate inputs (`n`, `fails`, `softs`) may have moved."""
         code &= WINDOW_BITS
         codes = self._codes
         if codes is None:
             if not code:
+                self.recent = (self.recent << 1) & self._mask
                 if self.n < self._size:
                     self.n += 1
-                self.recent = (self.recent << 1) & self._mask
-                return
+                    return True
+                return False
             codes = self._codes = deque(repeat(0, self.n), maxlen=self._size)
+        moved = code != 0
         if self.n == self._size:
             old = codes[0]
             if old:
                 self._count(old, -1)
+                moved = True
         else:
             self.n += 1
+            moved = True
         codes.append(code)
         if code:
             self._count(code, 1)
         self.recent = ((self.recent << 1) | (code & FAIL)) & self._mask
+        return moved
 
     def _count(self, code: int, step: int) -> None:
         if code & FAIL:

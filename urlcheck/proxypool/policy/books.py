@@ -70,6 +70,7 @@ class ProxyRec:
         "row",
         "seq",
         "share",
+        "slowed",
         "spiking",
         "stable_since",
         "state",
@@ -87,6 +88,7 @@ class ProxyRec:
         self.state = State.HEALTHY
         self.active = 0
         self.weight = self.static_weight
+        self.slowed = False  # its weight carries a latency penalty (see states.reweigh)
         self.share = 1.0  # of its turns under the unweighted strategies (see strategies.py)
         self.window = Window(cfg.window_size, cfg.recent_window)
         self.latencies: deque[float] = deque(maxlen=cfg.window_size)

@@ -23,6 +23,7 @@ __all__ = ["record", "record_latency"]
 _FAST_LATENCY = 0.3  # EWMA weights: recent latency, and the proxy's own long-run baseline
 _SLOW_LATENCY = 0.02
 _NO_EVENTS: tuple[Event, ...] = ()
+_HEALTHY = State.HEALTHY  # a module global: cheaper than the enum's attribute
 
 
 def record(  # noqa: PLR0917
@@ -98,7 +99,7 @@ def record(  # noqa: PLR0917
                     )
             return events
         window = rec.window
-        window.push(0)
+        moved = window.push(0)
         rec.seq += 1
         rec.row.append((site, 0))
         if site != rec.ok_a:
@@ -109,26 +110,19 @@ def record(  # noqa: PLR0917
         if latency is not None and latency >= 0.0:
             record_latency(b, rec, latency)
         if (
-            rec.state is State.HEALTHY
-            and not window.fails
-            and not rec.spiking
-            and rec.outlier is None
-            and not rec.level
-            and not pair.level
-        ):
-            # The common case: a clean record, nothing to decide; only latency moves weight.
-            if rec.weight != rec.static_weight or rec.lat_fast > b.pool_latency:
-                reweigh(b, rec)
-            return events
-        if not (
-            rec.state is State.HEALTHY
+            rec.state is _HEALTHY
             and not rec.spiking
             and rec.outlier is None
             and not rec.level
             and not pair.level
             and window.n != cfg.min_outcomes
-        ):  # else nothing in after_success applies: spare the call
-            after_success(b, rec, pair, now, events)
+        ):
+            # The common case: nothing in after_success applies, and the weight moves only
+            # when the window's rates did or latency weighs on it.
+            if moved or rec.slowed or rec.lat_fast > b.pool_latency:
+                reweigh(b, rec)
+            return events
+        after_success(b, rec, pair, now, events)
     else:
         # A red cell in a green row counts against the pair only; the proxy's own window
         # takes the failures that span its row, and those that are certainly its own.

@@ -118,7 +118,8 @@ def reweigh(b: Books, rec: ProxyRec) -> None:
     if not factor > floor:
         factor = floor
     own, pool = rec.lat_fast, b.pool_latency
-    if rec.lat_n and pool > 0.0 and own > pool:
+    slowed = rec.slowed = bool(rec.lat_n and pool > 0.0 and own > pool)
+    if slowed:
         factor *= max(cfg.latency_weight_floor, sqrt(pool / own))
     state = rec.state
     if state is _HEALTHY:
