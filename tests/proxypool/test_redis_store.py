@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 
-from urlcheck.proxypool import ManualClock, PoolConfig, ProxyPool, StoreUnavailable
+from urlcheck.proxypool import (
+    LeaseCapReached,
+    ManualClock,
+    PoolConfig,
+    ProxyPool,
+    StoreUnavailable,
+)
 from urlcheck.proxypool.store.redis import RedisStore
 
 from .sim import AUTH, CONTROL_URLS, OK, proxy_urls
@@ -53,17 +59,48 @@ def test_scripts_ship_as_package_data_and_scan_no_keyspace() -> None:
 def test_round_trips_per_call(server: RedisServer) -> None:
     pool, store = pool_on(server.url, 10)
     pool.release(pool.acquire("a.test"), OK)  # first calls: maintenance, adopting the registry
-    before = store.round_trips
+    before, sent = store.round_trips, store.commands
     lease = pool.acquire("a.test")
-    assert store.round_trips - before == 1
-    pool.release(lease, OK)
-    assert store.round_trips - before == 2  # nothing changed state: one call
+    assert (store.round_trips - before, store.commands - sent) == (1, 1)
+    pool.release(lease, OK)  # sent; its answer is read with the next call's
+    assert (store.round_trips - before, store.commands - sent) == (1, 2)
     lease = pool.acquire("a.test")
-    before = store.round_trips
+    assert (store.round_trips - before, store.commands - sent) == (2, 3)
     pool.release(lease, AUTH)  # 407: the proxy dies, a state change to commit
-    assert store.round_trips - before == 2
+    assert (store.round_trips - before, store.commands - sent) == (3, 5)
     assert {p["state"] for p in pool.snapshot()["proxies"]} == {"healthy", "dead"}
     pool.close()
+
+
+def test_a_release_takes_effect_before_the_next_call_returns(server: RedisServer) -> None:
+    """Its answer is not waited for, but the server runs it at once: another process that
+    asks after this one's next call finds the lease ended."""
+    config = PoolConfig(max_concurrent=1, hard_lease_cap=True)
+    first, second = (
+        ProxyPool(
+            proxy_urls(1),
+            config,
+            store=RedisStore(server.url, "t", server_time=False),
+            clock=ManualClock(),
+            seed=seed,
+        )
+        for seed in (1, 2)
+    )
+    lease = first.acquire("a.test")
+    with pytest.raises(LeaseCapReached):
+        second.acquire("a.test")
+    first.release(lease, OK)
+    first.snapshot()  # this process's next call
+    second.release(second.acquire("a.test"), OK)
+    # a release whose lease expired and was reclaimed meanwhile is not counted off twice
+    lease = first.acquire("a.test")
+    first._clock.advance(config.lease_ttl + 2)  # type: ignore[attr-defined]
+    first.snapshot()  # maintenance reclaims it
+    first.release(lease, OK)
+    assert first.snapshot()["totals"]["leases_active"] == 0
+    assert [p["active"] for p in first.snapshot()["proxies"]] == [0]
+    first.close()
+    second.close()
 
 
 def test_an_unreachable_store_raises_one_error_and_a_restart_refills_it(

@@ -103,6 +103,11 @@ class ProxyPool:
         self._fallbacks = 0  # fallback leases not yet logged (at most one line a minute)
         self._fallback_logged_at = -math.inf
         self._gen = -1
+        # Our leases that expired and were counted off our books, in case they are released
+        # late: whether a release ended a lease is not waited for (a remote store answers it
+        # with its next call), so the books decide. A lease another process reclaimed is
+        # counted off at its release.
+        self._reclaimed: set[int] = set()
         self._adopt(self._store.load(self._clock()))
         for proxy in proxies:
             self.add(proxy)
@@ -173,13 +178,13 @@ class ProxyPool:
         asked, moved = key, False
         if key is not None:
             asked, moved = sessions.session_key(books, key, site, pairs, now)
-        lease_id, proxy_id, lost, fallback, shared = self._store.acquire(
+        lease_id, proxy_id, lost, fallback, shared, capped = self._store.acquire(
             site, asked, choose, now, self._gen
         )
         if shared is not None:
             self._adopt(shared)
             if proxy_id is None:  # chosen from stale books: choose again
-                lease_id, proxy_id, lost, fallback, _ = self._store.acquire(
+                lease_id, proxy_id, lost, fallback, _, capped = self._store.acquire(
                     site, asked, choose, now, self._gen
                 )
         if events:
@@ -187,7 +192,7 @@ class ProxyPool:
         if proxy_id is None:
             if not books.proxies:
                 raise NoProxyAvailableError("no proxy in the pool")
-            if all(r.cap and r.active >= r.cap for r in books.proxies.values()):
+            if capped or all(r.cap and r.active >= r.cap for r in books.proxies.values()):
                 why = "every proxy is at its lease cap"
                 raise LeaseCapReached(f"no eligible proxy for {site}: {why}")
             raise NoProxyAvailableError(f"no eligible proxy for {site}")
@@ -215,14 +220,16 @@ class ProxyPool:
             logger.warning("lease %d on %s released twice; ignored", lease.id, lease.proxy.id)
             return
         now = self._clock()
-        ended, shared = self._store.release(lease.id, lease.proxy.id, now, self._gen)
+        shared = self._store.release(lease.id, lease.proxy.id, now, self._gen)
         lease.released = True
         if shared is not None:
             self._adopt(shared)
         rec = self._books.proxies.get(lease.proxy.id)
         if rec is None:
             return
-        if ended:
+        if self._reclaimed and lease.id in self._reclaimed:
+            self._reclaimed.discard(lease.id)  # counted off when it expired
+        elif rec.active:  # (not below 0 for a lease of a proxy removed and added again)
             rec.active -= 1
         if outcome is None:
             return
@@ -302,10 +309,11 @@ class ProxyPool:
     def _maintain(self, now: float, events: list[Event]) -> None:
         books = self._books
         reclaimed = 0
-        for _, proxy_id in self._store.reclaim(now):
+        for lease_id, proxy_id in self._store.reclaim(now):
             rec = books.proxies.get(proxy_id)
             if rec is not None:
                 rec.active -= 1
+                self._reclaimed.add(lease_id)
             reclaimed += 1
         if reclaimed:
             events.append(LeasesReclaimed(reclaimed))
@@ -314,12 +322,11 @@ class ProxyPool:
     def _restore(self) -> None:
         """The store lost everything (a Redis restarted without persistence): register our
         proxies again and commit what our books know of their states. Leases in flight were
-        lost with it; their releases will find nothing to end."""
+        lost with it: their releases find nothing to end there, and end them in our books."""
         logger.warning(
             "proxy store lost its state; registering %d proxies again", len(self._books.proxies)
         )
         for rec in self._books.proxies.values():
-            rec.active = 0
             self._store.add_proxy(rec.proxy)
             if rec.state is not State.HEALTHY:
                 self._books.dirty.add(rec.id)

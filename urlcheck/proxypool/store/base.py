@@ -61,10 +61,12 @@ class Shared:
 # store call), unpacked at once by the pool:
 #: (lease id, proxy id or None when there is nothing to hand out (empty pool, or fail_closed),
 #: session lost (the key's proxy left service), fallback (nothing was eligible: the least bad),
-#: newer shared state when the caller's generation was behind)
-Acquired = tuple[int, str | None, bool, bool, Shared | None]
-#: (ended: False when the lease had already expired and was reclaimed, newer shared state)
-Released = tuple[bool, Shared | None]
+#: newer shared state when the caller's generation was behind, capped (nothing was lent because
+#: the fallback is at its lease cap and caps are hard: other processes hold its leases))
+Acquired = tuple[int, str | None, bool, bool, Shared | None, bool]
+#: newer shared state, when the caller's generation was behind (a store that answers a release
+#: later, with its next call, returns None: the next call's reply carries any newer state)
+Released = Shared | None
 
 
 class Committed(NamedTuple):
@@ -84,7 +86,8 @@ class PoolStore(ABC):
     #: True when other processes share the store: `acquire` then wants alternates in its
     #: `Choice`, as the caller's view of caps and benches may be behind.
     shared_by_processes = False
-    round_trips = 0  # calls that went to a server (the Redis store counts them)
+    round_trips = 0  # calls that waited for a server's answer (the Redis store counts them)
+    commands = 0  # commands sent, answered at once or with a later call (likewise)
 
     def open(self, config: PoolConfig) -> None:
         """Called once by the pool before any other call."""
@@ -115,14 +118,17 @@ class PoolStore(ABC):
         """Atomically: keep the key's session if its proxy is registered, in service and not
         benched for the site (renewed for session_ttl; never rotated, even when full), else take
         the first id of ``choose()`` that is in service, not benched and under its cap, else its
-        `forced` id; lease it for lease_ttl and, with a key and no fallback, store the session.
+        `forced` id (under its cap when `hard_lease_cap` is set); lease it for lease_ttl
+        and, with a key and no fallback, store the session.
         ``choose(False)`` may be called before the session is looked at (a remote store sends
         the choice with the call); ``choose(True)`` when no id of the first choice was usable
         (the fallback: costs a remote store a second call, rare)."""
 
     @abstractmethod
     def release(self, lease_id: int, proxy_id: str, now: float, gen: int) -> Released:
-        """Atomically: end the lease, if it has not expired."""
+        """Atomically: end the lease, if it has not expired (one that has was ended by
+        `reclaim`). A remote store may send it and return without waiting for the answer,
+        which it then reads with its next call: the release still takes effect at once."""
 
     @abstractmethod
     def reclaim(self, now: float) -> Sequence[tuple[int, str]]:

@@ -89,7 +89,7 @@ class MemoryStore(PoolStore):
                     self._sessions[key] = (held, now + self.config.session_ttl)
                 else:
                     lost = True
-        fallback = False
+        fallback = capped = False
         if proxy_id is None:
             order, forced = choose(False)
             active, caps, out, benches = self._active, self._caps, self._out, self._benches
@@ -106,20 +106,24 @@ class MemoryStore(PoolStore):
             else:
                 if order:
                     forced = choose(True)[1]
-                if forced is not None and forced in self._proxies:
-                    proxy_id, fallback = forced, True
+                cap = caps.get(forced) if forced is not None else None
+                if forced is not None and cap is not None:
+                    if cap and self.config.hard_lease_cap and active[forced] >= cap:
+                        capped = True
+                    else:
+                        proxy_id, fallback = forced, True
             if key is not None:
                 if proxy_id is not None and not fallback:
                     self._sessions[key] = (proxy_id, now + self.config.session_ttl)
                 elif session is not None:
                     del self._sessions[key]
             if proxy_id is None:
-                return 0, None, lost, False, None
+                return 0, None, lost, False, None, capped
         lease_id = next(self._lease_ids)
         self._leases[lease_id] = (now + self.config.lease_ttl, proxy_id)
         self._active[proxy_id] += 1
         shared = self._shared(now) if gen != self._gen else None
-        return lease_id, proxy_id, lost, fallback, shared
+        return lease_id, proxy_id, lost, fallback, shared, False
 
     def _usable(self, proxy_id: str, site: str, now: float) -> bool:
         return (
@@ -132,8 +136,7 @@ class MemoryStore(PoolStore):
         lease = self._leases.pop(lease_id, None)
         if lease is not None and lease[1] in self._active:
             self._active[lease[1]] -= 1
-        shared = self._shared(now) if gen != self._gen else None
-        return lease is not None, shared
+        return self._shared(now) if gen != self._gen else None
 
     def reclaim(self, now: float) -> Sequence[tuple[int, str]]:
         leases = self._leases

@@ -16,6 +16,7 @@ its credentials: the store is as private as the proxy list), ``states`` (id -> s
 from __future__ import annotations
 
 import json
+import logging
 import math
 import secrets
 import threading
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from ..policy.choosing import Choice
 
 __all__ = ["RedisStore"]
+
+logger = logging.getLogger(__name__)
 
 SOCKET_TIMEOUT = 1.5  # seconds; a call that takes longer fails as StoreUnavailable
 _RECLAIM_BATCH = 500
@@ -130,7 +133,7 @@ class RedisStore(PoolStore):
                 k["sessions"],
                 k["session_exp"],
             ],
-            "release": [*view, k["leases"], k["active"]],
+            "release": [k["leases"], k["active"]],
             "reclaim": [*view, k["leases"], k["active"], k["sessions"], k["session_exp"]],
             "commit": [*view, k["out"]],
         }
@@ -141,8 +144,10 @@ class RedisStore(PoolStore):
             for sha in [_sha1(text)]
         }
         self.round_trips = 0
+        self.commands = 0
         self._lock = threading.Lock()
         self._conn: ConnectionInterface | None = None
+        self._owed = 0  # answers to `_send` not read yet
 
     def open(self, config: PoolConfig) -> None:
         super().open(config)
@@ -176,23 +181,55 @@ class RedisStore(PoolStore):
             raise StoreUnavailable(f"proxy store {script}: {exc}") from exc
 
     def _call(self, *command: str | float) -> Any:
-        """One command on this store's own connection. The scripts are the hot path: this
-        skips redis-py's per-command machinery (pool checkout, hooks, its packer), which cost
-        about as much CPU as the round trip itself; replies are parsed by hiredis."""
+        """One command on this store's own connection, and its answer. The scripts are the hot
+        path: this skips redis-py's per-command machinery (pool checkout, hooks, its packer),
+        which cost about as much CPU as the round trip itself; replies are parsed by hiredis.
+        Answers still owed to `_send` are read first: they share this call's round trip."""
         self.round_trips += 1
         with self._lock:
-            conn = self._conn
-            if conn is None:
-                conn = self._client.connection_pool.make_connection()
-                self._conn = conn
+            conn = self._send_locked(command)
             try:
-                # hiredis packs in C, 4x faster than redis-py's packer around it (measured)
-                packed = hiredis.pack_command(command)  # type: ignore[arg-type]  # stub: 1-tuple
-                conn.send_packed_command([packed], check_health=False)  # type: ignore[no-untyped-call]
+                self._read_owed(conn)
                 return conn.read_response()
             except (ConnectionError, TimeoutError, OSError):
                 conn.disconnect()  # type: ignore[no-untyped-call]  # the next call reconnects
                 raise
+
+    def _send(self, *command: str | float) -> None:
+        """Send a command whose answer nothing waits for (a release): the server runs it now,
+        and the answer is read with the next call's, so it costs no round trip of its own."""
+        with self._lock:
+            self._send_locked(command)
+            self._owed += 1
+
+    def _send_locked(self, command: tuple[str | float, ...]) -> ConnectionInterface:
+        self.commands += 1
+        conn = self._conn
+        if conn is None:
+            conn = self._client.connection_pool.make_connection()
+            self._conn = conn
+        try:
+            # hiredis packs in C, 4x faster than redis-py's packer around it (measured)
+            packed = hiredis.pack_command(command)  # type: ignore[arg-type]  # stub: 1-tuple
+            conn.send_packed_command([packed], check_health=False)  # type: ignore[no-untyped-call]
+        except (ConnectionError, TimeoutError, OSError):
+            self._owed = 0  # lost with the connection
+            conn.disconnect()  # type: ignore[no-untyped-call]
+            raise
+        return conn
+
+    def _read_owed(self, conn: ConnectionInterface) -> None:
+        while self._owed:
+            self._owed -= 1
+            try:
+                conn.read_response()
+            except (ConnectionError, TimeoutError, OSError):
+                self._owed = 0
+                raise
+            except RedisError as exc:
+                # NOSCRIPT: the server lost its scripts (restarted, or flushed); the lease
+                # ends with its TTL (reclaim), as when a release is lost in an outage.
+                logger.warning("proxy store refused a release (%s); its lease expires", exc)
 
     def _shared(self, view: Sequence[Any]) -> Shared | None:
         """Parse a script's view reply: None when the caller was up to date."""
@@ -286,8 +323,15 @@ class RedisStore(PoolStore):
             order, forced = choose(True)
             if forced is not None:
                 reply = self._acquire(site, key, order, forced, now, gen)
-        lease, proxy_id, lost, fallback, view = reply
-        return int(lease), proxy_id or None, bool(lost), bool(fallback), self._shared(view)
+        lease, proxy_id, lost, fallback, view, capped = reply
+        return (
+            int(lease),
+            proxy_id or None,
+            bool(lost),
+            bool(fallback),
+            self._shared(view),
+            bool(capped),
+        )
 
     def _acquire(  # noqa: PLR0917
         self,
@@ -312,16 +356,22 @@ class RedisStore(PoolStore):
                 gen,
                 self._reg,
                 forced or "",
+                "1" if cfg.hard_lease_cap else "0",
                 *order,
             ],
         )
 
     def release(self, lease_id: int, proxy_id: str, now: float, gen: int) -> Released:
+        # Sent, not waited for: what its answer says (whether the lease was still there, a
+        # newer shared state) the pool does not need now, and the next call's answer carries
+        # the state. The pipelined answer is what makes a pair one round trip.
         member = f"{lease_id}:{self._token}:{proxy_id}"
-        ended, view = self._run(
-            "release", self._keys["release"], [member, proxy_id, gen, self._reg]
-        )
-        return bool(ended), self._shared(view)
+        keys = self._keys["release"]
+        try:
+            self._send("EVALSHA", self._scripts["release"].sha, len(keys), *keys, member, proxy_id)
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable(f"proxy store release: {exc}") from exc
+        return None
 
     def reclaim(self, now: float) -> Sequence[tuple[int, str]]:
         expired = self._run("reclaim", self._keys["reclaim"], [self._now(now), _RECLAIM_BATCH])

@@ -1,7 +1,7 @@
 -- Lease a proxy: the key's session if its proxy is usable, else the first usable id of the
--- caller's choice under its cap, else the forced (fallback) id.
+-- caller's choice under its cap, else the forced (fallback) id, under its cap if caps are hard.
 -- KEYS: meta states benches proxies out caps active leases sessions session_exp
--- ARGV: now|'' lease_ttl session_ttl site key|'' token gen reg forced|'' id...
+-- ARGV: now|'' lease_ttl session_ttl site key|'' token gen reg forced|'' hard_cap(1|0) id...
 local now = clock(ARGV[1])
 local site, key = ARGV[4], ARGV[5]
 
@@ -14,7 +14,7 @@ local function usable(id, cap)
   return not until_ or tonumber(until_) <= now
 end
 
-local chosen, lost, fallback, session = false, 0, 0, false
+local chosen, lost, fallback, capped, session = false, 0, 0, 0, false
 if key ~= '' then
   session = redis.call('HGET', KEYS[9], key)
   if session then
@@ -25,7 +25,7 @@ if key ~= '' then
   end
 end
 if not chosen then
-  for i = 10, #ARGV do
+  for i = 11, #ARGV do
     local id = ARGV[i]
     local cap = redis.call('HGET', KEYS[6], id)
     if usable(id, cap) then
@@ -36,8 +36,14 @@ if not chosen then
       end
     end
   end
-  if not chosen and ARGV[9] ~= '' and redis.call('HEXISTS', KEYS[6], ARGV[9]) == 1 then
-    chosen, fallback = ARGV[9], 1
+  if not chosen and ARGV[9] ~= '' then
+    local cap = tonumber(redis.call('HGET', KEYS[6], ARGV[9]) or '-1')
+    if cap == 0 or (cap > 0 and (ARGV[10] == '0'
+        or tonumber(redis.call('HGET', KEYS[7], ARGV[9]) or '0') < cap)) then
+      chosen, fallback = ARGV[9], 1
+    elseif cap > 0 then
+      capped = 1
+    end
   end
   if key ~= '' and session and (not chosen or fallback == 1) then
     redis.call('HDEL', KEYS[9], key)
@@ -55,4 +61,4 @@ if chosen then
   redis.call('ZADD', KEYS[8], now + tonumber(ARGV[2]), lease .. ':' .. ARGV[6] .. ':' .. chosen)
   redis.call('HINCRBY', KEYS[7], chosen, 1)
 end
-return {lease, chosen or '', lost, fallback, view(ARGV[7], ARGV[8])}
+return {lease, chosen or '', lost, fallback, view(ARGV[7], ARGV[8]), capped}

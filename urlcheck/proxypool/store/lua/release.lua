@@ -1,7 +1,7 @@
--- End a lease, unless it has expired and been reclaimed.
--- KEYS: meta states benches proxies leases active    ARGV: member proxy_id gen reg
-local ended = redis.call('ZREM', KEYS[5], ARGV[1])
-if ended == 1 and redis.call('HINCRBY', KEYS[6], ARGV[2], -1) < 0 then
-  redis.call('HSET', KEYS[6], ARGV[2], 0)
+-- End a lease, unless it has expired and been reclaimed. Its answer is read late (pipelined
+-- with the caller's next call), so it reports nothing.
+-- KEYS: leases active    ARGV: member proxy_id
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 and redis.call('HINCRBY', KEYS[2], ARGV[2], -1) < 0 then
+  redis.call('HSET', KEYS[2], ARGV[2], 0)
 end
-return {ended, view(ARGV[3], ARGV[4])}
+return 0
