@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..hashing import stable_hash
-from ..health import State
+from ..health import IN_SERVICE, State
 from ..strategies import (
     pick_least_connections,
     pick_round_robin,
@@ -80,7 +80,7 @@ def choose(  # noqa: PLR0917
     elif key is None:
         rec = pick(b, pairs, now)
     else:
-        rec = pick_sticky(stable_hash(key), b.cands, pairs, now)
+        rec = _home(b, key, pairs, now) or pick_sticky(stable_hash(key), b.cands, pairs, now)
     if rec is None:
         if b.config.fail_closed or not b.proxies:
             return (), None
@@ -99,6 +99,17 @@ def choose(  # noqa: PLR0917
             if len(order) > _ALTERNATES:
                 break
     return tuple(order), None
+
+
+def _home(b: Books, key: str, pairs: dict[str, PairRec], now: float) -> ProxyRec | None:
+    """The key's proxy in this process's books, while usable: a live session stays on it, and
+    one that expired starts again where rendezvous put it. Spares the hashing of every
+    candidate on each lease of a key (a shared store wants the choice with the call)."""
+    home = b.homes.get(key)
+    rec = b.proxies.get(home) if home is not None else None
+    if rec is None or rec.state not in IN_SERVICE or not usable(rec, pairs, now):
+        return None
+    return rec
 
 
 def least_bad(b: Books, pairs: dict[str, PairRec], now: float) -> ProxyRec | None:
