@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import time
+from typing import Any
 
 import pytest
 import redis
@@ -25,13 +26,16 @@ def _free_port() -> int:
 
 
 class RedisServer:
-    """``with RedisServer() as server: server.url``; `stop()` and `start()` keep the port."""
+    """``with RedisServer() as server: server.url``; `stop()` and `start()` keep the port.
 
-    def __init__(self) -> None:
+    `password`: the server requires it (``--requirepass``); `url` does not carry it."""
+
+    def __init__(self, password: str | None = None) -> None:
         if shutil.which("redis-server") is None:
             pytest.skip("redis-server is not installed")
         self.port = _free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.password = password
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -42,11 +46,12 @@ class RedisServer:
                 "--bind", "127.0.0.1",
                 "--save", "",
                 "--appendonly", "no",
+                *(["--requirepass", self.password] if self.password else []),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        client = redis.Redis(port=self.port, socket_timeout=1.0)
+        client = self.client()
         for _ in range(200):
             try:
                 client.ping()
@@ -81,8 +86,12 @@ class RedisServer:
         assert self._proc is not None
         self._proc.send_signal(signal.SIGCONT)
 
+    def client(self, **options: Any) -> redis.Redis:
+        """A plain client of this server (with its password)."""
+        return redis.Redis(port=self.port, password=self.password, socket_timeout=1.0, **options)
+
     def flush(self) -> None:
-        client = redis.Redis(port=self.port, socket_timeout=1.0)
+        client = self.client()
         client.flushall()
         client.close()
 

@@ -120,5 +120,7 @@ def test_coordinator_and_worker_share_one_pool_in_the_jobs_redis(
     try:
         assert client.hlen("{urlcheck:pool:pooled}:proxies") == len(proxies)
         assert client.hget("{urlcheck:pool:pooled}:meta", "reg") == str(2 * len(proxies))
+        # ... and both recorded it as the job's own, for `scrapy job clean`
+        assert client.hgetall("{urlcheck:pool:pooled}:users") == {"pooled": "own"}
     finally:
         client.close()

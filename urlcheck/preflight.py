@@ -18,6 +18,7 @@ from urlcheck.jobs.files import INPUT_COPY
 from urlcheck.jobs.lock import JobLock
 from urlcheck.jobs.place import default_jobdir
 from urlcheck.jobs.prepare import check_input
+from urlcheck.proxypool import StoreUnavailable
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -38,6 +39,23 @@ def choose_jobdir(settings: BaseSettings, csv: str | None) -> Path | None:
     return Path(jobdir) if jobdir else None
 
 
+def check_proxy_store(config: UrlcheckConfig) -> None:
+    """A Redis proxy store that refuses our credentials is a setting to fix (ConfigError, naming
+    it); one that cannot be reached is left to the crawl, as without this check."""
+    proxies = config.proxies
+    if proxies is None or proxies.store_uri.startswith("memory:"):
+        return
+    store = proxies.store_for(None)  # the pool's name does not matter here
+    try:
+        store.open(proxies.pool)
+    except StoreUnavailable as exc:
+        refused = proxies.refused(exc)
+        if refused is not None:
+            raise ConfigError(refused) from None
+    finally:
+        store.close()
+
+
 def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | None:
     """Run the checks; returns the job lock to hold for the whole crawl (None without a job).
 
@@ -48,7 +66,7 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
     try:
         check_cluster(settings, spider_args)
         if not csv and spider_args.get("job"):  # a worker of a distributed job
-            UrlcheckConfig.from_settings(settings)
+            check_proxy_store(UrlcheckConfig.from_settings(settings))
             return None
     except ConfigError as exc:
         raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
@@ -67,8 +85,9 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
     try:
         if recheck:
             settings.set("URLCHECK_RECHECK", str(recheck), priority="cmdline")
-        UrlcheckConfig.from_settings(settings)
+        config = UrlcheckConfig.from_settings(settings)
         CsvSource(csv).close()
+        check_proxy_store(config)
     except (ConfigError, InputError) as exc:
         raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
     if recheck and jobdir is None:

@@ -15,12 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from urlcheck.cluster.config import redis_params
 from urlcheck.proxypool import ConfigError as PoolConfigError
-from urlcheck.proxypool import PoolConfig, Proxy, ProxySpecError
+from urlcheck.proxypool import PoolConfig, PoolStore, Proxy, ProxySpecError, store_from_uri
 from urlcheck.settingsreader import ConfigError, SettingsReader
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+
+    from urlcheck.proxypool import StoreUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +66,10 @@ class ProxySettings:
     probe_interval: float
     report_interval: float
     store_uri: str
+    # The store is the job's Redis (URLCHECK_PROXY_STORE unset, or set to REDIS_URL itself):
+    # then it takes REDIS_PARAMS (store_params), and `scrapy job clean` may remove the pool.
+    in_job_redis: bool
+    store_params: dict[str, Any]
     # None when URLCHECK_PROXY_POOL_NAME is not set: then the job's name in distributed mode,
     # on which every process of the job agrees, else `default` (pool_for).
     pool_name: str | None
@@ -92,6 +99,9 @@ class ProxySettings:
                 "no valid proxy in URLCHECK_PROXIES / URLCHECK_PROXY_FILE (see the warnings above)"
             )
         read = SettingsReader(settings)
+        job_redis = read.text("REDIS_URL", "").strip()
+        store_uri = _store_uri(read.text("URLCHECK_PROXY_STORE", job_redis or "memory://"))
+        in_job_redis = bool(job_redis) and store_uri.strip() == job_redis
         sticky = read.text("URLCHECK_PROXY_STICKY", "host").strip()
         column = None
         if sticky.lower().startswith("column:"):
@@ -113,7 +123,9 @@ class ProxySettings:
             block_retries=read.integer("URLCHECK_PROXY_BLOCK_RETRIES", 2),
             probe_interval=read.number("URLCHECK_PROXY_PROBE_INTERVAL", 1.0, minimum=0.05),
             report_interval=read.number("URLCHECK_PROXY_REPORT_INTERVAL", 60.0, minimum=1.0),
-            store_uri=_store_uri(read.text("URLCHECK_PROXY_STORE", default_store_uri(settings))),
+            store_uri=store_uri,
+            in_job_redis=in_job_redis,
+            store_params=redis_params(settings) if in_job_redis else {},
             pool_name=(
                 None
                 if settings.get("URLCHECK_PROXY_POOL_NAME") is None
@@ -125,6 +137,40 @@ class ProxySettings:
         """The pool's name in its store: the one set, else the distributed job's, else
         ``default``."""
         return self.pool_name or job or "default"
+
+    def store_for(self, job: str | None) -> PoolStore:
+        """The pool's store (not opened yet), with REDIS_PARAMS when it is the job's Redis."""
+        return store_from_uri(
+            self.store_uri, self.pool_for(job), redis_params=self.store_params or None
+        )
+
+    def refused(self, exc: StoreUnavailable) -> str | None:
+        """When the store's Redis refused this client (a wrong or missing password or user, or
+        an ACL without the commands the pool needs): one line naming the setting to fix, with
+        no password in it. None for any other failure."""
+        from redis.exceptions import AuthenticationError, NoPermissionError
+
+        cause = exc.__cause__
+        if not isinstance(cause, AuthenticationError | NoPermissionError):
+            return None
+        scheme, _, rest = self.store_uri.partition("://")
+        userinfo, at, hostpart = rest.partition("@")
+        if at:  # the URL's credentials win over REDIS_PARAMS (redis-py)
+            setting = "REDIS_URL" if self.in_job_redis else "URLCHECK_PROXY_STORE"
+        elif self.in_job_redis:
+            setting = "REDIS_PARAMS"
+        else:
+            setting = "URLCHECK_PROXY_STORE"
+        reason = str(cause)
+        for secret in (userinfo.partition(":")[2], str(self.store_params.get("password") or "")):
+            if secret:
+                reason = reason.replace(secret, "***")
+        what = "permissions" if isinstance(cause, NoPermissionError) else "password or username"
+        return (
+            f"setting {setting}: the proxy pool's Redis at {scheme}://{hostpart if at else rest} "
+            f"refused this client ({reason.rstrip('.')}): check the {what} "
+            f"({'in REDIS_PARAMS or ' if self.in_job_redis else ''}in the URL)"
+        )
 
 
 def pool_config(settings: BaseSettings) -> PoolConfig:
@@ -144,13 +190,6 @@ def pool_config(settings: BaseSettings) -> PoolConfig:
         return PoolConfig.from_settings(values)
     except PoolConfigError as exc:
         raise ConfigError(f"setting {exc}") from None
-
-
-def default_store_uri(settings: BaseSettings) -> str:
-    """Where the pool keeps its state when URLCHECK_PROXY_STORE is not set: in distributed
-    mode the job's Redis (``REDIS_URL``), which every process of the job shares; else this
-    process."""
-    return SettingsReader(settings).text("REDIS_URL", "").strip() or "memory://"
 
 
 def _store_uri(uri: str) -> str:

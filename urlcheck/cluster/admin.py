@@ -1,7 +1,8 @@
 """``scrapy job`` for distributed jobs: the cluster part of status, pause/resume/cancel sent to
 every process through Redis, and ``clean``. A JOBDIR whose coordinator ran in distributed mode
 holds ``cluster.json`` (the job's name and Redis URL without its password); ``-s REDIS_URL``
-overrides that URL (and carries a password when Redis needs one)."""
+overrides that URL, and ``-s REDIS_PARAMS`` gives its client options (a password when Redis
+needs one), as for the crawl."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from urlcheck.cluster.config import ClusterConfig
 from urlcheck.cluster.connection import connect
 from urlcheck.cluster.errors import ClusterError, ClusterUnavailableError
 from urlcheck.cluster.job import ClusterJob, ClusterStatus, coordinator_beat, describe
+from urlcheck.cluster.pools import clean_own_pool
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -24,7 +26,9 @@ CLUSTER_FILE = "cluster.json"
 SILENT_AFTER = 30.0
 
 
-def cluster_of(jobdir: Path, redis_url: str | None) -> ClusterJob | None:
+def cluster_of(
+    jobdir: Path, redis_url: str | None, redis_params: Mapping[str, Any] | None = None
+) -> ClusterJob | None:
     """The distributed job behind ``jobdir``, or None when it ran in one process."""
     try:
         data = json.loads((jobdir / CLUSTER_FILE).read_text(encoding="utf-8"))
@@ -37,7 +41,7 @@ def cluster_of(jobdir: Path, redis_url: str | None) -> ClusterJob | None:
     url = redis_url or data.get("redis_url")
     if not isinstance(url, str) or not url:
         raise ClusterError(f"{jobdir / CLUSTER_FILE}: no Redis URL; pass -s REDIS_URL=...")
-    return ClusterJob(connect(url), data["job"])
+    return ClusterJob(connect(url, **(redis_params or {})), data["job"])
 
 
 def format_cluster(job: str, status: ClusterStatus) -> str:
@@ -62,19 +66,27 @@ def format_cluster(job: str, status: ClusterStatus) -> str:
     return "\n".join(lines)
 
 
-def cluster_status(jobdir: Path, redis_url: str | None) -> tuple[str, dict[str, Any]] | None:
+def cluster_status(
+    jobdir: Path, redis_url: str | None, redis_params: Mapping[str, Any] | None = None
+) -> tuple[str, dict[str, Any]] | None:
     """(text, JSON-ready dict) of the cluster part of ``scrapy job status``, or None."""
-    job = cluster_of(jobdir, redis_url)
+    job = cluster_of(jobdir, redis_url, redis_params)
     if job is None:
         return None
     status = job.status()
     return format_cluster(job.job, status), {"job": job.job, **describe(status)}
 
 
-def cluster_control(jobdir: Path, action: str, redis_url: str | None, out: TextIO) -> bool:
+def cluster_control(
+    jobdir: Path,
+    action: str,
+    redis_url: str | None,
+    out: TextIO,
+    redis_params: Mapping[str, Any] | None = None,
+) -> bool:
     """Send pause/resume/cancel to every process of the job; False when it is not distributed
     or Redis holds no state for it."""
-    job = cluster_of(jobdir, redis_url)
+    job = cluster_of(jobdir, redis_url, redis_params)
     if job is None:
         return False
     if not job.control(action):
@@ -86,10 +98,20 @@ def cluster_control(jobdir: Path, action: str, redis_url: str | None, out: TextI
     return True
 
 
-def clean(job_name: str, redis_url: str, out: TextIO) -> int:
-    deleted = ClusterJob(connect(redis_url), job_name).clean()
+def clean(
+    job_name: str, redis_url: str, out: TextIO, redis_params: Mapping[str, Any] | None = None
+) -> int:
+    """Remove the job's keys and, when the job alone used it as its own, its proxy pool's
+    (pools.py); returns how many keys went."""
+    job = ClusterJob(connect(redis_url, **(redis_params or {})), job_name)
+    try:
+        deleted = job.clean()
+        pool = clean_own_pool(job.client, job_name)
+    finally:
+        job.client.close()
     out.write(f"cluster: removed {deleted} keys of job {job_name!r}\n")
-    return deleted
+    out.write(f"cluster: {pool.describe()}\n")
+    return deleted + pool.deleted
 
 
 def coordinator_place(jobdir: str | Path | None) -> str:

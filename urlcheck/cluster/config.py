@@ -36,12 +36,7 @@ class ClusterConfig:
         url = read.text("REDIS_URL", "").strip()
         if not url:
             return None
-        try:
-            params = settings.getdict("REDIS_PARAMS")
-        except (TypeError, ValueError):
-            raise ConfigError(
-                f"setting REDIS_PARAMS: expected a dict, got {settings.get('REDIS_PARAMS')!r}"
-            ) from None
+        params = redis_params(settings)
         timeout = read.number("DOWNLOAD_TIMEOUT", 180.0)
         extra = read.number("URLCHECK_CLUSTER_LEASE_EXTRA", 10.0, minimum=5.0)
         renew = read.number("URLCHECK_CLUSTER_RENEW_INTERVAL", 5.0, minimum=0.1)
@@ -53,7 +48,7 @@ class ClusterConfig:
             )
         return cls(
             redis_url=url,
-            redis_params=dict(params),
+            redis_params=params,
             lease_ttl=timeout + extra,
             renew_interval=renew,
             poll_interval=read.number("URLCHECK_CLUSTER_POLL_INTERVAL", 0.5, minimum=0.01),
@@ -67,6 +62,17 @@ class ClusterConfig:
         """A request is sent only while its lease has at least this long left: two missed
         renewals (Redis slow or gone) stop dispatch well before another process could reap."""
         return 2 * self.renew_interval
+
+
+def redis_params(settings: BaseSettings) -> dict[str, Any]:
+    """``REDIS_PARAMS``: options for every client of the job's Redis (the job's own and, when it
+    lives there, the proxy pool's)."""
+    try:
+        return dict(settings.getdict("REDIS_PARAMS"))
+    except (TypeError, ValueError):
+        # its type only: a malformed dict may well hold the password
+        kind = type(settings.get("REDIS_PARAMS")).__name__
+        raise ConfigError(f"setting REDIS_PARAMS: expected a dict, got a {kind}") from None
 
 
 def check_cluster(settings: BaseSettings, spider_args: Mapping[str, str]) -> ClusterConfig | None:

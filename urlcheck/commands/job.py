@@ -16,7 +16,7 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TextIO
@@ -25,6 +25,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from urlcheck.cluster.admin import clean, cluster_control, cluster_status
+from urlcheck.cluster.config import redis_params
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
@@ -39,6 +40,7 @@ from urlcheck.jobs.lock import JobLock, lock_holder
 from urlcheck.jobs.place import default_jobdir
 from urlcheck.jobs.status import catch_up, derive_status, format_status
 from urlcheck.jobs.supervise import SuperviseConfig, Supervisor
+from urlcheck.settingsreader import ConfigError
 
 if TYPE_CHECKING:
     import argparse
@@ -73,11 +75,19 @@ def _load(jobdir: Path) -> JobMeta:
 
 
 def _status(
-    jobdir: Path, as_json: bool, clock: Clock, out: TextIO, redis_url: str | None = None
+    jobdir: Path,
+    as_json: bool,
+    clock: Clock,
+    out: TextIO,
+    *,
+    redis_url: str | None = None,
+    redis_params: Mapping[str, Any] | None = None,
 ) -> ExitCode:
     meta = catch_up(_load(jobdir), jobdir)
     status = derive_status(meta, now=clock(), jobdir=jobdir, holder_pid=lock_holder(jobdir))
-    cluster = cluster_status(jobdir, redis_url)  # None unless it ran in distributed mode
+    cluster = cluster_status(
+        jobdir, redis_url, redis_params
+    )  # None unless it ran in distributed mode
     if as_json:
         data = status.to_dict()
         if cluster is not None:
@@ -134,10 +144,11 @@ def _control(
     out: TextIO,
     *,
     redis_url: str | None = None,
+    redis_params: Mapping[str, Any] | None = None,
 ) -> ExitCode:
     meta = _load(jobdir)
     # A distributed job's workers obey Redis, with or without its coordinator running.
-    sent = cluster_control(jobdir, action.value, redis_url, out)
+    sent = cluster_control(jobdir, action.value, redis_url, out, redis_params)
     holder = lock_holder(jobdir)
     if holder is None and sent and action is not ControlAction.CANCEL:
         return ExitCode.FINISHED
@@ -192,6 +203,7 @@ def run_job_command(
     out: TextIO | None = None,
     err: TextIO | None = None,
     redis_url: str | None = None,
+    redis_params: Mapping[str, Any] | None = None,
 ) -> ExitCode:
     """Do one ``scrapy job`` action; messages go to ``out``, problems to ``err``. ``jobdir``
     may also be a CSV: its default job (the one ``scrapy crawl check -a csv=CSV`` runs)."""
@@ -203,12 +215,22 @@ def run_job_command(
                 raise JobCommandError(
                     "clean needs the job's Redis: -s REDIS_URL=...", ExitCode.INPUT_ERROR
                 )
-            clean(str(jobdir), redis_url, out)
+            clean(str(jobdir), redis_url, out, redis_params)
             return ExitCode.FINISHED
         jobdir = job_for(jobdir)
         if action == "status":
-            return _status(jobdir, as_json, clock, out, redis_url)
-        return _control(jobdir, ControlAction(action), clock, sleep, out, redis_url=redis_url)
+            return _status(
+                jobdir, as_json, clock, out, redis_url=redis_url, redis_params=redis_params
+            )
+        return _control(
+            jobdir,
+            ControlAction(action),
+            clock,
+            sleep,
+            out,
+            redis_url=redis_url,
+            redis_params=redis_params,
+        )
     except ClusterError as exc:
         err.write(f"urlcheck: {jobdir}: {exc}\n")
         return ExitCode.INPUT_ERROR
@@ -388,8 +410,20 @@ class Command(ScrapyCommand):
             raise UsageError(f"{args[0]} takes a job directory only")
         assert self.settings is not None
         redis_url = self.settings.get("REDIS_URL") or None
+        try:
+            params = redis_params(self.settings)
+        except ConfigError as exc:
+            print(f"urlcheck: {exc}", file=sys.stderr)
+            self.exitcode = int(ExitCode.INPUT_ERROR)
+            return
         self.exitcode = int(
-            run_job_command(args[0], Path(args[1]), as_json=opts.json, redis_url=redis_url)
+            run_job_command(
+                args[0],
+                Path(args[1]),
+                as_json=opts.json,
+                redis_url=redis_url,
+                redis_params=params,
+            )
         )
 
     def _run_report(self, args: list[str], opts: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from urlcheck import meta as m
+from urlcheck.cluster.pools import record_user
 from urlcheck.detection import Detection, detect, header_map
 from urlcheck.errors import classify_exception
 from urlcheck.proxypool import (
@@ -38,7 +39,6 @@ from urlcheck.proxypool import (
     Outcome,
     ProxyPool,
     StoreUnavailable,
-    store_from_uri,
 )
 from urlcheck.proxypool.events import (
     Event,
@@ -50,6 +50,7 @@ from urlcheck.proxypool.events import (
 )
 from urlcheck.proxypool.outage import Outage
 from urlcheck.runtime import runtime
+from urlcheck.settingsreader import ConfigError
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -94,8 +95,15 @@ class ProxyPoolMiddleware:
             raise NotConfigured  # no URLCHECK_PROXIES or URLCHECK_PROXY_FILE: the crawl runs direct
         # In distributed mode the job's processes agree on its name (the pool's default).
         job = rt.cluster.job.job if rt.cluster is not None else None
-        store = store_from_uri(settings.store_uri, settings.pool_for(job))
-        pool = ProxyPool(settings.proxies, settings.pool, store=store)
+        try:
+            pool = ProxyPool(settings.proxies, settings.pool, store=settings.store_for(job))
+        except StoreUnavailable as exc:
+            refused = settings.refused(exc)
+            if refused is None:
+                raise
+            raise ConfigError(refused) from None  # the cause may quote the URL
+        if rt.cluster is not None and settings.in_job_redis:
+            record_user(rt.cluster.job, settings.pool_for(job), own=settings.pool_name is None)
         assert crawler.stats is not None
         pool.subscribe(partial(count_event, crawler.stats))
         logger.info(

@@ -35,20 +35,39 @@ from ..proxy import Proxy
 from .base import Acquired, Committed, PoolStore, Released, Shared, StoreUnavailable, cap_of
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from redis.connection import ConnectionInterface
 
     from ..config import PoolConfig
     from ..policy.choosing import Choice
 
-__all__ = ["RedisStore"]
+__all__ = ["RedisStore", "key_prefix"]
 
 logger = logging.getLogger(__name__)
 
 SOCKET_TIMEOUT = 1.5  # seconds; a call that takes longer fails as StoreUnavailable
 _RECLAIM_BATCH = 500
 _SCRIPTS = ("acquire", "release", "reclaim", "commit", "claim")
+# What the store decides whatever `params` say (see __init__).
+_OWN_OPTIONS = frozenset(
+    {
+        "protocol",
+        "socket_timeout",
+        "socket_connect_timeout",
+        "retry",
+        "retry_on_error",
+        "retry_on_timeout",
+        "decode_responses",
+        "connection_pool",
+        "single_connection_client",
+    }
+)
+
+
+def key_prefix(name: str) -> str:
+    """The hash-tagged prefix of every key of pool `name`."""
+    return "{urlcheck:pool:" + name + "}:"
 
 
 class _Script(NamedTuple):
@@ -87,11 +106,21 @@ class RedisStore(PoolStore):
 
     shared_by_processes = True
 
-    def __init__(self, url: str, name: str = "default", *, server_time: bool = True) -> None:
+    def __init__(
+        self,
+        url: str,
+        name: str = "default",
+        *,
+        server_time: bool = True,
+        params: Mapping[str, Any] | None = None,
+    ) -> None:
         # Explicit: RESP2, a short socket timeout, and no retries (redis-py's default retries
         # sleep inside the call, which would stall the reactor). hiredis parses when installed.
+        # `params`: more redis-py options (password, username, ssl_*, ...); these choices win.
+        options = {k: v for k, v in (params or {}).items() if k not in _OWN_OPTIONS}
         self._client = redis.Redis.from_url(
             url,
+            **options,
             protocol=2,
             socket_timeout=SOCKET_TIMEOUT,
             socket_connect_timeout=SOCKET_TIMEOUT,
@@ -104,7 +133,7 @@ class RedisStore(PoolStore):
         self.server_time = server_time
         self._token = secrets.token_hex(6)  # tells this process's leases from others'
         self._reg = "-1"
-        tag = "{urlcheck:pool:" + name + "}:"
+        tag = key_prefix(name)
         self._tag = tag
         k = {
             part: tag + part
