@@ -33,6 +33,7 @@ from urlcheck.cluster import (
     encode_entry,
 )
 from urlcheck.cluster.admin import ensure_sole_coordinator
+from urlcheck.cluster.frontier import PaceEvent
 from urlcheck.cluster.scripts import Breaker, text
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def job(client: redis.Redis) -> ClusterJob:
 
 def host_state(client: redis.Redis, host: str) -> dict[str, int]:
     raw = client.hgetall(f"uc:{{{JOB}}}:h:{host}")
-    return {text(k): int(v) for k, v in raw.items()}
+    return {text(k): int(float(v)) for k, v in raw.items()}
 
 
 def ready_score(client: redis.Redis, host: str) -> float | None:
@@ -293,17 +294,20 @@ def test_backoff_pauses_the_host_for_every_process(client: redis.Redis, job: Clu
     one.complete_result(leases["b"], "{}", delay=2.5)
     state = host_state(client, "b")
     assert state["delay"] == 2500 and state["next"] == state["done"] + 2500
-    # The pace a 429 taught (1.2 s) holds for a process that learned nothing (0.3 s).
+    # The pace a 429 taught w2 (0.3 -> 0.6 s) holds for a process that learned nothing.
     client.hset(f"uc:{{{JOB}}}:h:a", "until", 0)
     client.zadd(f"uc:{{{JOB}}}:ready", {"a": 0})
     (lease,) = two.claim(1, ttl=TTL, delay=DELAY).leases
-    two.complete_retry(lease, lease.task, delay=1.2, backoff=0.001, strikes=2)
+    two.complete_retry(
+        lease, lease.task, delay=DELAY, backoff=0.001, strikes=2, pace=PaceEvent("fast")
+    )
     client.hset(f"uc:{{{JOB}}}:h:a", "until", 0)
     client.zadd(f"uc:{{{JOB}}}:ready", {"a": 0})
     (lease,) = one.claim(1, ttl=TTL, delay=DELAY).leases
     one.complete_result(lease, "{}", delay=DELAY)
     state = host_state(client, "a")
-    assert state["pace"] == 1200 and state["next"] == state["done"] + 1200
+    assert float(client.hget(f"uc:{{{JOB}}}:h:a", "pace")) == 0.6
+    assert state["next"] == state["done"] + 600
 
 
 def test_server_clock_never_goes_backwards(client: redis.Redis, job: ClusterJob) -> None:

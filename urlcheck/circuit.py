@@ -7,8 +7,12 @@ every try) with no other kind of answer from that host in between, the host is *
 for the rest of the run: its remaining rows are recorded at once, without requests, with the
 evidence. Any other answer from the host (a 200, a 301, a 404, ...) resets the count.
 
-This module knows nothing of Scrapy; :class:`urlcheck.middlewares.circuit.HostCircuitMiddleware`
-feeds it and applies it.
+This module knows nothing of Scrapy or Redis:
+:class:`urlcheck.middlewares.circuit.HostCircuitMiddleware` feeds it and applies it. The counts
+and the evidence live in a :class:`CircuitStore`: this process's memory
+(:class:`MemoryCircuitStore`), or the job's Redis in distributed mode
+(:class:`urlcheck.cluster.circuit.RedisCircuitStore`), so a host given up on by one process is
+given up on by all.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from urlcheck.clock import Clock
@@ -62,35 +66,82 @@ class Unavailable:
         }
 
 
-class HostCircuit:
-    def __init__(self, down_after: int = 2, clock: Clock = time.time) -> None:
-        self.down_after = down_after  # 0: never give a host up
-        self.clock = clock
+class CircuitStore(Protocol):
+    """Where the circuit keeps its counts and evidence; each call is one atomic step."""
+
+    def strike(self, host: str) -> int:
+        """Count one more row of ``host`` that exhausted its tries; returns the count in a row
+        (0 when the store could not count it: the host is then not given up on)."""
+
+    def clear(self, host: str) -> None:
+        """``host`` answered: its count in a row starts again."""
+
+    def give_up(self, down: Unavailable) -> tuple[Unavailable, bool]:
+        """Record ``down`` unless its host was given up on already; returns the evidence that
+        stands and whether it is ``down`` (this call gave the host up)."""
+
+    def get(self, host: str) -> Unavailable | None: ...
+
+    def all(self) -> list[Unavailable]: ...
+
+
+class MemoryCircuitStore:
+    """One process's circuit (the single-process crawl)."""
+
+    def __init__(self) -> None:
         self._strikes: dict[str, int] = {}
         self._down: dict[str, Unavailable] = {}
 
+    def strike(self, host: str) -> int:
+        count = self._strikes[host] = self._strikes.get(host, 0) + 1
+        return count
+
+    def clear(self, host: str) -> None:
+        self._strikes.pop(host, None)
+
+    def give_up(self, down: Unavailable) -> tuple[Unavailable, bool]:
+        standing = self._down.get(down.host)
+        if standing is not None:
+            return standing, False
+        self._strikes.pop(down.host, None)
+        self._down[down.host] = down
+        return down, True
+
+    def get(self, host: str) -> Unavailable | None:
+        return self._down.get(host)
+
+    def all(self) -> list[Unavailable]:
+        return list(self._down.values())
+
+
+class HostCircuit:
+    def __init__(
+        self, down_after: int = 2, clock: Clock = time.time, store: CircuitStore | None = None
+    ) -> None:
+        self.down_after = down_after  # 0: never give a host up
+        self.clock = clock
+        self.store: CircuitStore = MemoryCircuitStore() if store is None else store
+
     def answered(self, host: str) -> None:
         """The host gave an answer other than exhausting a row's tries."""
-        self._strikes.pop(host, None)
+        self.store.clear(host)
 
     def exhausted(self, host: str, strike: Strike) -> Unavailable | None:
         """A row of ``host`` ended after its last try with ``strike``; returns the evidence when
-        this makes the host unavailable (once per host)."""
-        if not self.down_after or host in self._down:
+        this makes the host unavailable (once per host and store)."""
+        if not self.down_after or self.store.get(host) is not None:
             return None
-        count = self._strikes.get(host, 0) + 1
+        count = self.store.strike(host)
         if count < self.down_after:
-            self._strikes[host] = count
             return None
-        self._strikes.pop(host, None)
-        down = self._down[host] = Unavailable(host, count, strike, self.clock())
-        return down
+        down, new = self.store.give_up(Unavailable(host, count, strike, self.clock()))
+        return down if new else None
 
     def unavailable(self, host: str) -> Unavailable | None:
-        return self._down.get(host)
+        return self.store.get(host)
 
     def hosts(self) -> list[Unavailable]:
-        return sorted(self._down.values(), key=lambda d: d.since)
+        return sorted(self.store.all(), key=lambda d: d.since)
 
 
 class HostUnavailableError(Exception):

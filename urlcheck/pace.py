@@ -9,12 +9,17 @@ that drew a 429: the host's limit lies between that delay and the current one, a
 guess costs a 429 and a back-off pause. Once the two are within 20 % the delay stays put, until
 ten more such runs of clean answers make it forget the 429 and try lower again.
 
+In distributed mode the same rule runs in the job's Redis, on every process's answers from the
+host (``pace_step`` in ``urlcheck/cluster/lua/common.lua``): :attr:`HostPace.listener` hands each
+answer to the process's completion, which applies it there.
+
 Measured (bench/politeness.py, a host that 429s arrivals closer than 1 s): the delay goes
 0.3 -> 0.6 -> 1.2 s, probes 0.9 s once, and settles at 1.05 s: three 429s for 100 rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # Doubling from a zero delay (DOWNLOAD_DELAY=0) would never slow anything: start from Scrapy's
@@ -22,6 +27,11 @@ from dataclasses import dataclass
 MIN_STEP = 0.3
 _CONVERGED = 0.2  # stop probing when the known-bad and known-good delays are this close
 _FORGET_AFTER = 10  # converged runs of clean answers before a 429 is forgotten
+
+TOO_FAST = "fast"
+ANSWERED = "ok"
+# (host, TOO_FAST or ANSWERED, Retry-After seconds or None): what the rule was told, as told.
+PaceListener = Callable[[str, str, float | None], None]
 
 
 @dataclass(slots=True)
@@ -48,6 +58,7 @@ class HostPace:
         self.ease_after = ease_after
         self.enabled = enabled
         self._hosts: dict[str, HostDelay] = {}
+        self.listener: PaceListener | None = None
 
     def delay(self, host: str) -> float:
         known = self._hosts.get(host)
@@ -57,6 +68,8 @@ class HostPace:
         """``host`` answered 429; returns its new delay."""
         if not self.enabled:
             return self.floor
+        if self.listener is not None:
+            self.listener(host, TOO_FAST, retry_after)
         known = self._hosts.setdefault(host, HostDelay(self.floor))
         known.too_fast += 1
         known.clean = known.patience = 0
@@ -72,6 +85,8 @@ class HostPace:
 
     def answered(self, host: str) -> None:
         """``host`` gave an answer other than 429."""
+        if self.enabled and self.listener is not None:
+            self.listener(host, ANSWERED, None)
         known = self._hosts.get(host)
         if known is None or known.delay <= self.floor:
             return

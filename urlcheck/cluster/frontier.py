@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.cluster.keys import JobKeys
-from urlcheck.cluster.scripts import Breaker, Scripts, text
+from urlcheck.cluster.scripts import Breaker, Scripts, guarded, text
 from urlcheck.cluster.task import Task, decode_entry, encode_entry
 
 if TYPE_CHECKING:
@@ -40,6 +40,8 @@ class Lease:
     token: str
     reaps: int  # how many earlier holders of this task lost their lease
     task: Task
+    struck: bool = False  # the host's circuit count in a row is open: an answer clears it
+    down: str = ""  # "<since ms>|<evidence json>" when the host was given up on for the job
 
     @property
     def lost_too_often(self) -> bool:
@@ -70,16 +72,41 @@ class Renewal:
     lost: frozenset[str]  # hosts whose lease this process no longer holds
 
 
+_LEASE_FIELDS = 6  # host, token, reaps, entry, struck, down
+
+
 def _claim(reply: list[Any]) -> Claim:
     control, status, wait_ms, reaped, dropped = reply[:5]
     leases = tuple(
         Lease(
-            text(reply[i]), text(reply[i + 1]), int(reply[i + 2]), decode_entry(text(reply[i + 3]))
+            text(reply[i]),
+            text(reply[i + 1]),
+            int(reply[i + 2]),
+            decode_entry(text(reply[i + 3])),
+            bool(int(reply[i + 4])),
+            text(reply[i + 5]),
         )
-        for i in range(5, len(reply), 4)
+        for i in range(5, len(reply), _LEASE_FIELDS)
     )
     wait = None if int(wait_ms) < 0 else int(wait_ms) / 1000
     return Claim(text(control), text(status), wait, int(reaped), int(dropped), leases)
+
+
+@dataclass(frozen=True, slots=True)
+class PaceRule:
+    """The learned pace's settings (urlcheck/pace.py), applied in Redis with each answer."""
+
+    floor: float = 0.3
+    maximum: float = 10.0
+    ease_after: int = 20
+
+
+@dataclass(frozen=True, slots=True)
+class PaceEvent:
+    """What the host's answer taught: ``"fast"`` (a 429) or ``"ok"`` (any other answer)."""
+
+    kind: str
+    retry_after: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +126,9 @@ class Frontier:
         self.keys = JobKeys(job)
         self.owner = owner
         self.scripts = Scripts(client, self.keys, breaker)
+        self.client = client
+        self.breaker = breaker
+        self.pace = PaceRule()
 
     @property
     def round_trips(self) -> int:
@@ -118,18 +148,7 @@ class Frontier:
         """Lease up to ``n`` ready hosts for ``ttl`` seconds. ``delay`` is this process's
         per-host delay, applied to hosts whose holder vanished."""
         reply = self.scripts.run("claim", self.owner, _ms(ttl), max(n, 0), _ms(delay), REAP_LIMIT)
-        control, status, wait_ms, reaped, dropped = reply[:5]
-        leases = tuple(
-            Lease(
-                text(reply[i]),
-                text(reply[i + 1]),
-                int(reply[i + 2]),
-                decode_entry(text(reply[i + 3])),
-            )
-            for i in range(5, len(reply), 4)
-        )
-        wait = None if int(wait_ms) < 0 else int(wait_ms) / 1000
-        return Claim(text(control), text(status), wait, int(reaped), int(dropped), leases)
+        return _claim(reply)
 
     def complete_result(
         self,
@@ -138,10 +157,11 @@ class Frontier:
         *,
         delay: float,
         then: Then | None = None,
+        pace: PaceEvent | None = None,
     ) -> Completion:
         """The row's chain ended: ``line`` is its results.jsonl line. Committed at most once
         per row, whoever sends it and however often."""
-        return self._complete(lease, "result", line, delay=delay, then=then)
+        return self._complete(lease, "result", line, delay=delay, then=then, pace=pace)
 
     def complete_hop(
         self,
@@ -151,11 +171,14 @@ class Frontier:
         *,
         delay: float,
         then: Then | None = None,
+        pace: PaceEvent | None = None,
     ) -> Completion:
         """The hop answered with a redirect: the next hop goes to the front of its host's
         queue (dropped when this lease had expired: the re-queued copy redoes the hop)."""
         entry = encode_entry(next_task)
-        return self._complete(lease, "hop", entry, delay=delay, next_host=next_host, then=then)
+        return self._complete(
+            lease, "hop", entry, delay=delay, next_host=next_host, then=then, pace=pace
+        )
 
     def complete_retry(
         self,
@@ -166,6 +189,7 @@ class Frontier:
         backoff: float = 0.0,
         strikes: int = 0,
         then: Then | None = None,
+        pace: PaceEvent | None = None,
     ) -> Completion:
         """Send ``task`` again, first in its host's queue, not before ``backoff`` seconds
         (the host is paused for every process)."""
@@ -177,6 +201,7 @@ class Frontier:
             backoff=backoff,
             strikes=strikes,
             then=then,
+            pace=pace,
         )
 
     def commit(self, row: int, line: str) -> bool:
@@ -200,7 +225,10 @@ class Frontier:
         strikes: int = 0,
         next_host: str = "",
         then: Then | None = None,
+        pace: PaceEvent | None = None,
     ) -> Completion:
+        rule = self.pace
+        retry_after = "-1" if pace is None or pace.retry_after is None else repr(pace.retry_after)
         reply = self.scripts.run(
             "complete",
             lease.host,
@@ -216,9 +244,32 @@ class Frontier:
             _ms(then.ttl) if then else 0,
             then.n if then else 0,
             REAP_LIMIT,
+            "" if pace is None else pace.kind,
+            retry_after,
+            repr(float(rule.floor)),
+            repr(float(rule.maximum)),
+            rule.ease_after,
         )
         claim = _claim(reply[2:]) if then and then.n > 0 else None
         return Completion(bool(reply[0]), bool(reply[1]), claim)
+
+    # --- the host circuit (urlcheck.cluster.circuit) -------------------------------------------
+
+    def strike(self, host: str) -> int:
+        """One more row of ``host`` exhausted its tries; returns its count in a row."""
+        self.scripts.calls += 1
+        key = self.keys.key("strikes")
+        return int(guarded(self.client.hincrby, key, host, 1, breaker=self.breaker))
+
+    def clear_strikes(self, host: str) -> None:
+        self.scripts.calls += 1
+        guarded(self.client.hdel, self.keys.key("strikes"), host, breaker=self.breaker)
+
+    def give_up(self, host: str, evidence: str) -> tuple[bool, str]:
+        """Give ``host`` up for the job unless it was already; returns whether this call did,
+        and the evidence that stands (``"<since ms>|<evidence>"``)."""
+        new, value = self.scripts.run("giveup", host, evidence)
+        return bool(int(new)), text(value)
 
     def renew(self, leases: Iterable[Lease], *, ttl: float, info: WorkerInfo | None) -> Renewal:
         args: list[str | int] = [self.owner, _ms(ttl), "" if info is None else info.to_json()]

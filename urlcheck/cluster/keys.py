@@ -25,6 +25,8 @@ FIXED = (
     "reaps",  # hash: row -> times its lease expired (after 3, the row is "worker_lost")
     "workers",  # hash: worker id -> WorkerInfo JSON
     "beats",  # zset: worker id -> last heartbeat ms
+    "strikes",  # hash: host -> rows in a row that exhausted their tries (the host circuit)
+    "down",  # hash: host -> "<since ms>|<evidence json>", hosts given up on for the job
 )
 
 

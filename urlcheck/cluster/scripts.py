@@ -22,7 +22,17 @@ if TYPE_CHECKING:
     from urlcheck.clock import Clock
     from urlcheck.cluster.keys import JobKeys
 
-NAMES = ("push", "claim", "complete", "renew", "open", "finish", "control", "status")
+NAMES = (
+    "push",
+    "claim",
+    "complete",
+    "renew",
+    "open",
+    "finish",
+    "control",
+    "status",
+    "giveup",
+)
 
 _UNAVAILABLE = (
     redis.ConnectionError,

@@ -48,7 +48,11 @@ class ClusterResultsPipeline:
                 then = scheduler.then() if scheduler is not None else None
                 asked = runtime.book.clock()
                 done = runtime.frontier.complete_result(
-                    lease, line, delay=runtime.delay_for(lease.host), then=then
+                    lease,
+                    line,
+                    delay=runtime.delay_for(lease.host),
+                    then=then,
+                    pace=runtime.pace_event(lease.host),
                 )
                 committed = done.committed
                 if done.claim is not None and scheduler is not None:

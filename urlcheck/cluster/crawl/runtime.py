@@ -11,8 +11,9 @@ import time
 from typing import TYPE_CHECKING
 
 from urlcheck import scrapyinternals as internals
+from urlcheck.cluster.circuit import RedisCircuitStore
 from urlcheck.cluster.connection import connect
-from urlcheck.cluster.frontier import Frontier
+from urlcheck.cluster.frontier import Frontier, PaceEvent, PaceRule
 from urlcheck.cluster.job import ClusterJob
 from urlcheck.cluster.leases import LeaseBook
 from urlcheck.cluster.scripts import Breaker
@@ -47,6 +48,16 @@ class ClusterRuntime:
         self.frontier = Frontier(self.client, job, owner=self.owner, breaker=self.breaker)
         self.job = ClusterJob(self.client, job, breaker=self.breaker)
         self.book = LeaseBook(config.lease_ttl, margin=config.send_margin)
+        # The host circuit and the learned pace are the job's, kept in Redis.
+        backoff = runtime(crawler).backoff
+        self.circuit = RedisCircuitStore(self.frontier)
+        backoff.circuit.store = self.circuit
+        if backoff.config.pace_enabled:
+            self.frontier.pace = PaceRule(
+                backoff.config.delay_floor, backoff.config.delay_max, backoff.config.ease_after
+            )
+            backoff.pace.listener = self._heard
+        self._pace: dict[str, PaceEvent] = {}  # host -> what its last answer taught
         self.started = time.time()
         self.rows_done = 0  # results this process committed
         self.finished = False  # the job is done or cancelled: ask for no more work
@@ -97,13 +108,18 @@ class ClusterRuntime:
         )
 
     def delay_for(self, host: str) -> float:
-        """The per-host delay this process would keep (DOWNLOAD_DELAY, raised by AutoThrottle
-        and by the pace learned from 429s); sent with each completion, and Redis keeps the pace
-        a 429 taught for every process."""
+        """The per-host delay this process would keep (DOWNLOAD_DELAY, raised by AutoThrottle);
+        sent with each completion. Redis raises it to the host's learned pace."""
         engine = self.crawler.engine
         slot = internals.slot_times(engine.downloader, host) if engine is not None else None
-        learned = runtime(self.crawler).backoff.pace.delay(host)
-        return max(self.config.delay, slot.delay if slot is not None else 0.0, learned)
+        return max(self.config.delay, slot.delay if slot is not None else 0.0)
+
+    def pace_event(self, host: str) -> PaceEvent | None:
+        """What the answer to this process's request to ``host`` taught the pace, once."""
+        return self._pace.pop(host, None)
+
+    def _heard(self, host: str, kind: str, retry_after: float | None) -> None:
+        self._pace[host] = PaceEvent(kind, retry_after)
 
 
 def redacted(url: str) -> str:

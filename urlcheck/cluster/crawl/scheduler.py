@@ -171,16 +171,23 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
         task = task_from_request(request)
         host = host_key(request.url)
         delay = self.runtime.delay_for(lease.host)
+        pace = self.runtime.pace_event(lease.host)
         frontier = self.runtime.frontier
         then, asked = self.then(), self.runtime.book.clock()
         try:
             if host != lease.host or len(task.chain) > len(lease.task.chain):
-                done = frontier.complete_hop(lease, host, task, delay=delay, then=then)
+                done = frontier.complete_hop(lease, host, task, delay=delay, then=then, pace=pace)
                 self._inc("urlcheck/cluster/hops")
             else:
                 backoff = self._backoff.pop(lease.host, 0.0)
                 done = frontier.complete_retry(
-                    lease, task, delay=delay, backoff=backoff, strikes=task.retry_times, then=then
+                    lease,
+                    task,
+                    delay=delay,
+                    backoff=backoff,
+                    strikes=task.retry_times,
+                    then=then,
+                    pace=pace,
                 )
                 self._inc("urlcheck/cluster/retries")
         except ClusterError as exc:
@@ -244,6 +251,8 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
         self.runtime.book.add(claim.leases, asked)
         for lease in claim.leases:
             self._inc("urlcheck/cluster/leases")
+            self.runtime.circuit.leased(lease)
+            self.runtime.pace_event(lease.host)  # left over from a lease lost meanwhile
             if lease.lost_too_often:
                 self._give_up(lease)
                 continue

@@ -2,7 +2,7 @@
 -- KEYS are the job's fixed keys, in the order of JobKeys.fixed(); ARGV[1] is the job prefix
 -- "uc:{<job>}:", from which the per-host keys are built (same hash tag, so the same slot).
 local K_META, K_READY, K_INFLIGHT, K_LEASES, K_DONE, K_FED, K_RESULTS, K_PAUSED, K_CLOCK,
-  K_SEQ, K_REAPS, K_WORKERS, K_BEATS = unpack(KEYS)
+  K_SEQ, K_REAPS, K_WORKERS, K_BEATS, K_STRIKES, K_DOWN = unpack(KEYS)
 local PREFIX = ARGV[1]
 -- h:<host> outlives its queue so a back-off or a learned delay survives an empty spell.
 local HOST_STATE_TTL_MS = 3600000
@@ -60,23 +60,77 @@ local function push(host, entry, front, now)
   make_ready(host, now)
 end
 
+-- The learned pace, urlcheck/pace.py's rule on the host's answers from every process, in ms:
+-- a 429 ('fast') doubles the delay (at least to 300 ms) or goes back to the last good one, and
+-- takes a short Retry-After as the pace; `ease_after` clean answers in a row ('ok') ease it back
+-- halfway to the largest delay that drew a 429, or halve it once that 429 is forgotten.
+-- In seconds, with the same arithmetic as pace.py so both give the same delays to the bit.
+-- Fields of h:<host>: pace, pbad, pgood, pclean, ppat, pfast. Returns the pace (0: none).
+local PACE_MIN_STEP = 0.3
+local PACE_CONVERGED = 0.2
+local PACE_FORGET_AFTER = 10
+
+local function fmt(x) return string.format('%.17g', x) end
+
+local function pace_step(h, event, retry_after, floor, maximum, ease_after)
+  local f = redis.call('HMGET', h, 'pace', 'pbad', 'pgood', 'pclean', 'ppat', 'pfast')
+  local d = tonumber(f[1])
+  if event ~= 'fast' and event ~= 'ok' then return d or 0 end
+  if event == 'ok' and (d == nil or d <= floor) then return d or 0 end
+  maximum = math.max(maximum, floor)
+  local bad, good = tonumber(f[2]), tonumber(f[3])
+  local clean, patience, fast = num(f[4]), num(f[5]), num(f[6])
+  if event == 'fast' then
+    d = d or floor
+    fast = fast + 1
+    clean, patience = 0, 0
+    bad = math.max(bad or 0, d)
+    local new
+    if good ~= nil and good > d then new = good else new = math.max(d * 2, PACE_MIN_STEP) end
+    if retry_after >= 0 and retry_after <= maximum then new = math.max(new, retry_after) end
+    d = math.min(new, maximum)
+  else
+    clean = clean + 1
+    if clean >= ease_after then
+      clean = 0
+      good = d
+      local hold = false
+      if bad ~= nil and good - bad <= PACE_CONVERGED * good then
+        patience = patience + 1
+        if patience < PACE_FORGET_AFTER then
+          hold = true
+        else
+          bad, patience = nil, 0
+        end
+      end
+      if not hold then
+        local lower = bad == nil and good / 2 or (bad + good) / 2
+        d = math.max(floor, lower)
+      end
+    end
+  end
+  redis.call('HSET', h, 'pace', fmt(d), 'pclean', clean, 'ppat', patience, 'pfast', fast)
+  if bad ~= nil then redis.call('HSET', h, 'pbad', fmt(bad)) else redis.call('HDEL', h, 'pbad') end
+  if good ~= nil then redis.call('HSET', h, 'pgood', fmt(good)) end
+  return d
+end
+
 -- The gap rule: the next request to a host starts no earlier than `delay` after the previous
 -- one's dispatch and after the end of its download, and not before a back-off ends. `delay` is
--- the completing process's (DOWNLOAD_DELAY, AutoThrottle, its learned pace), raised to the
--- host's shared pace: the largest delay any process had learned when the host sent a 429/503.
-local function set_next(host, now, delay, backoff_ms, strikes)
+-- the completing process's (DOWNLOAD_DELAY, AutoThrottle), raised to the host's learned pace,
+-- which `pace` (the answer's event and the rule's settings, in seconds) updates first.
+local function set_next(host, now, delay, backoff_ms, strikes, pace)
   local h = hkey(host)
   local dispatch = num(redis.call('HGET', h, 'dispatch'))
   local until_ = num(redis.call('HGET', h, 'until'))
-  local pace = num(redis.call('HGET', h, 'pace'))
   if backoff_ms > 0 then
     until_ = math.max(until_, now + backoff_ms)
-    pace = math.max(pace, delay)
-    redis.call('HSET', h, 'until', string.format('%d', until_), 'strikes', strikes,
-      'pace', string.format('%d', pace))
+    redis.call('HSET', h, 'until', string.format('%d', until_), 'strikes', strikes)
     redis.call('ZADD', K_PAUSED, string.format('%d', until_), host)
   end
-  delay = math.max(delay, pace)
+  local learned = pace_step(h, pace.event, pace.retry_after, pace.floor, pace.maximum,
+    pace.ease_after)
+  delay = math.max(delay, math.floor(learned * 1000 + 0.5))
   local nxt = math.max(dispatch + delay, now + delay, until_)
   redis.call('HSET', h, 'done', string.format('%d', now), 'next', string.format('%d', nxt),
     'delay', string.format('%d', delay))
@@ -86,7 +140,8 @@ end
 
 -- Reaps expired leases (their task goes back to the front of its host's queue), then leases up
 -- to n ready hosts, one task each. A leased host is never in `ready`: 1 in flight per host.
--- Returns {control, status, wait_ms, reaped, dropped, host, token, reaps, entry, ...}.
+-- Returns {control, status, wait_ms, reaped, dropped, host, token, reaps, entry, struck, down,
+-- ...}.
 local function claim(owner, ttl, n, delay, reap_limit, now)
   local reaped = 0
   local expired = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', now, 'LIMIT', 0, reap_limit)
@@ -147,6 +202,10 @@ local function claim(owner, ttl, n, delay, reap_limit, now)
       table.insert(reply, token)
       table.insert(reply, reaps)
       table.insert(reply, entry)
+      -- The host circuit: whether the host's count in a row is open (an answer must clear it),
+      -- and the evidence when the host was given up on (the task is recorded, not sent).
+      table.insert(reply, redis.call('HEXISTS', K_STRIKES, host))
+      table.insert(reply, redis.call('HGET', K_DOWN, host) or '')
     end
   end
   reply[5] = dropped

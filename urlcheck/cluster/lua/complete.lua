@@ -1,22 +1,27 @@
 -- complete(prefix, host, token, kind, delay_ms, backoff_ms, strikes, row, payload, next_host,
---          owner, ttl_ms, claim_n, reap_limit)
+--          owner, ttl_ms, claim_n, reap_limit, pace_event, retry_after, floor, maximum,
+--          ease_after)
 --   -> {owned, committed, then the reply of claim(owner, ttl_ms, claim_n) when claim_n > 0}
 -- kind: result (payload = the results.jsonl line), hop (payload = the next task entry, queued at
 -- the front of next_host), retry (payload = the task entry, back at the front of host) or
--- release (a claimed task never sent: it goes back as it was).
+-- release (a claimed task never sent: it goes back as it was). pace_event: 'fast' (a 429, with
+-- its Retry-After in seconds or -1), 'ok' (any other answer) or '' (none), for the host's learned pace.
 -- Releasing the lease and recording the outcome are one atomic step, so no crash can lose a
 -- task between them. A replayed complete finds its token gone and changes nothing but `next`.
 local host, token, kind = ARGV[2], ARGV[3], ARGV[4]
 local delay, backoff_ms, strikes = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 local row, payload, next_host = tonumber(ARGV[8]), ARGV[9], ARGV[10]
 local now = now_ms()
+local pace = {event = ARGV[15] or '', retry_after = tonumber(ARGV[16] or '-1'),
+  floor = tonumber(ARGV[17] or '0'), maximum = tonumber(ARGV[18] or '0'),
+  ease_after = tonumber(ARGV[19] or '1')}
 
 -- host '' commits a result that never had a lease (a row the coordinator judged itself).
 local owned = false
 if host ~= '' then
   local value = redis.call('HGET', K_INFLIGHT, host)
   owned = value ~= false and string.sub(value, 1, #token + 1) == token .. '|'
-  local nxt = set_next(host, now, delay, backoff_ms, strikes)
+  local nxt = set_next(host, now, delay, backoff_ms, strikes, pace)
   if owned then
     redis.call('HDEL', K_INFLIGHT, host)
     redis.call('ZREM', K_LEASES, host)

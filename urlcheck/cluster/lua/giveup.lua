@@ -1,0 +1,18 @@
+-- giveup(prefix, host, evidence) -> {new, "<since ms>|<evidence>"}
+-- The host circuit gives `host` up for the whole job, unless a process did already: the first
+-- evidence stands, timed by the server's clock. Its back-off pause ends at once, as in one
+-- process: its rows are recorded without requests and need no more waiting.
+local host, evidence = ARGV[2], ARGV[3]
+local standing = redis.call('HGET', K_DOWN, host)
+if standing then return {0, standing} end
+local now = now_ms()
+local value = string.format('%d', now) .. '|' .. evidence
+redis.call('HSET', K_DOWN, host, value)
+redis.call('HDEL', K_STRIKES, host)
+local h = hkey(host)
+if redis.call('HEXISTS', h, 'until') == 1 then
+  redis.call('HSET', h, 'until', 0, 'next', string.format('%d', now))
+end
+redis.call('ZREM', K_PAUSED, host)
+redis.call('ZADD', K_READY, 'XX', 'LT', string.format('%d', now), host)
+return {1, value}
