@@ -118,7 +118,7 @@ def test_one_process_gives_a_host_up_for_every_process(client: redis.Redis) -> N
     assert lease.down
     circuit_one.store.leased(lease)  # type: ignore[attr-defined]
     assert circuit_one.unavailable("a") == given_up
-    assert circuit_one.unavailable("a").message() == given_up.message()  # type: ignore[union-attr]
+    assert circuit_one.unavailable("a").message() == given_up.message()
     # The host's strikes stop counting once it is given up on.
     assert circuit_one.exhausted("a", Strike(503)) is None
 
