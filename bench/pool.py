@@ -1,6 +1,7 @@
 """Benchmark of the proxy pool: speed, and success on a simulated world.
 
 Run: python bench/pool.py [--store URL] [--seed N] [--pairs N] [--requests N] [--rounds N]
+                          [--repeat N]
 
 ``--store redis://`` with nothing after the scheme starts a redis-server of its own on a free
 loopback port (no persistence) and stops it at the end: the shared Redis is left alone.
@@ -101,8 +102,12 @@ def measure_pairs(
     keys: int,
     pairs: int,
     fail_every: int = 0,
+    repeat: int = 3,
 ) -> tuple[float, float, float]:
-    """Acquire+release pairs per second, store round trips per pair, pairs per CPU-second."""
+    """Acquire+release pairs per second, store round trips per pair, pairs per CPU-second: the
+    best of `repeat` timed runs on one pool (as `timeit` advises, the fastest run is the code's
+    speed; slower ones measure the other processes of a shared machine), the median printed
+    beside it."""
     shared = not store_url.startswith("memory")
     store = make_store(store_url, f"bench-{os.getpid()}-{secrets.token_hex(3)}")
     clock = ManualClock()
@@ -128,22 +133,25 @@ def measure_pairs(
     for site, key, outcome in plan[: min(4096, pairs)]:
         release(acquire(site, key), outcome)
     trips, sent = store.round_trips, store.commands
-    start, cpu = time.perf_counter(), time.process_time()
-    for index in range(pairs):
-        site, key, outcome = plan[index & 4095]
-        release(acquire(site, key), outcome)
-        clock.now += 0.001
-    rate = pairs / (time.perf_counter() - start)
-    cpu_rate = pairs / (time.process_time() - cpu)
-    per_pair = (store.round_trips - trips) / pairs
-    commands = (store.commands - sent) / pairs
+    rates, cpu_rates = [], []
+    for _ in range(repeat):
+        start, cpu = time.perf_counter(), time.process_time()
+        for index in range(pairs):
+            site, key, outcome = plan[index & 4095]
+            release(acquire(site, key), outcome)
+            clock.now += 0.001
+        rates.append(pairs / (time.perf_counter() - start))
+        cpu_rates.append(pairs / (time.process_time() - cpu))
+    rate, cpu_rate, median = max(rates), max(cpu_rates), statistics.median(rates)
+    per_pair = (store.round_trips - trips) / (pairs * repeat)
+    commands = (store.commands - sent) / (pairs * repeat)
     drop_pool(store)
     pool.close()
     target = TARGETS["redis" if shared else "memory"]
     print(
         f"  {label:<34} {rate:>8,.0f} pairs/s = {rate / target:.2f} x target "
-        f"({cpu_rate:>8,.0f} per CPU-second), {per_pair:.3f} round trips/pair"
-        + (f" ({commands:.3f} commands)" if shared else "")
+        f"(median {median:>8,.0f}; {cpu_rate:>8,.0f} per CPU-second), "
+        f"{per_pair:.3f} round trips/pair" + (f" ({commands:.3f} commands)" if shared else "")
     )
     return rate, per_pair, cpu_rate
 
@@ -343,6 +351,7 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=3, help="rounds of 1 against 4 processes (Redis)"
     )
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per case (best kept)")
     args = parser.parse_args()
     logging.disable(logging.ERROR)  # the pool's state changes are not what is measured here
     server = None
@@ -361,7 +370,10 @@ def run(args: argparse.Namespace) -> None:
     pairs = args.pairs or (10_000 if shared else 200_000)
     kind = "redis" if shared else "memory"
     where = "in memory" if not shared else f"on {args.store}, one process"
-    print(f"acquire+release pairs per second, {where}, 20 proxies (target {TARGETS[kind]:,}/s):")
+    print(
+        f"acquire+release pairs per second, {where}, 20 proxies, best of {args.repeat} runs "
+        f"(target {TARGETS[kind]:,}/s):"
+    )
     figures = [
         measure_pairs(
             label,
@@ -371,6 +383,7 @@ def run(args: argparse.Namespace) -> None:
             keys=keys,
             pairs=pairs,
             fail_every=fail,
+            repeat=args.repeat,
         )
         for label, config, sites, keys, fail in CASES
     ]
@@ -378,10 +391,12 @@ def run(args: argparse.Namespace) -> None:
     if shared:
         print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared machine)")
         pings = ping_rate(args.store, pairs)
+        trips = max(trips for _, trips, _ in figures)
+        bound = pings / trips
         print(
             f"  baseline: {pings:,.0f} PINGs/s on the same connection settings, so at most "
-            f"{pings / 2:,.0f} pairs/s at 2 round trips; slowest case = "
-            f"{min(rate for rate, _, _ in figures) / (pings / 2):.2f} x that bound"
+            f"{bound:,.0f} pairs/s at {trips:.3f} round trips a pair; slowest case = "
+            f"{min(rate for rate, _, _ in figures) / bound:.2f} x that bound"
         )
         # Interleaved rounds, the median ratio: the load of a shared machine drifts.
         ratios = []
