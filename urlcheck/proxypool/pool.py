@@ -109,7 +109,8 @@ class ProxyPool:
         # Our leases that expired and were counted off our books, in case they are released
         # late: whether a release ended a lease is not waited for (a remote store answers it
         # with its next call), so the books decide. A lease another process reclaimed is
-        # counted off at its release.
+        # counted off at its release. (A lease never released leaves its id here: a leak the
+        # reclaim warning has already reported.)
         self._reclaimed: set[int] = set()
         self._adopt(self._store.load(self._clock()))
         for proxy in proxies:
