@@ -3,15 +3,39 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from scrapy.crawler import AsyncCrawlerRunner
 from scrapy.settings import Settings
 
+from tests.redisserver import RedisServer
 from tests.sitefixture import SiteServer
+from urlcheck.cluster import connect
+
+if TYPE_CHECKING:
+    import redis
 
 HOSTS = tuple(f"127.0.0.{i}" for i in range(2, 10))
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RedisServer]:
+    """A redis-server of the test module's own, on a free loopback port (a module that needs a
+    fresh one per test overrides this)."""
+    with RedisServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def client(server: RedisServer) -> Iterator[redis.Redis]:
+    """A client of `server`, emptied first (and started again if a test stopped it)."""
+    if not server.running:
+        server.start()
+    c = connect(server.url)
+    c.flushall()  # our own server
+    yield c
+    c.close()
 
 
 @pytest.fixture(scope="session")

@@ -6,37 +6,30 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.redisserver import RedisServer
 from urlcheck.circuit import CircuitStore, HostCircuit, MemoryCircuitStore, Strike, Unavailable
 from urlcheck.clock import ManualClock
-from urlcheck.cluster import ClusterJob, Frontier, Task, connect
+from urlcheck.cluster import ClusterJob, Frontier, Task
 from urlcheck.cluster.circuit import RedisCircuitStore, decode_evidence, encode_evidence
 
 if TYPE_CHECKING:
     import redis
 
+    from tests.redisserver import RedisServer
+
 JOB = "circ"
 TTL = 30.0
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    with RedisServer() as srv:
-        yield srv
-
-
 @pytest.fixture
-def client(server: RedisServer) -> Iterator[redis.Redis]:
-    c = connect(server.url)
-    c.flushall()  # our own server
-    ClusterJob(c, JOB).open("coordinator@test")
-    yield c
-    c.close()
+def client(client: redis.Redis) -> redis.Redis:
+    """The shared empty client (conftest), with the job open."""
+    ClusterJob(client, JOB).open("coordinator@test")
+    return client
 
 
 def frontier(client: redis.Redis, owner: str = "w1") -> Frontier:

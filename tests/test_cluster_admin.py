@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from scrapy.settings import Settings
 
-from tests.redisserver import RedisServer
 from urlcheck.cluster import ClusterError, ClusterJob, Frontier, JobKeys, Task, WorkerInfo, connect
 from urlcheck.cluster.admin import (
     check_coordinator,
@@ -27,19 +25,7 @@ from urlcheck.cluster.task import TaskCodecError, encode_entry
 if TYPE_CHECKING:
     import redis
 
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    with RedisServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def client(server: RedisServer) -> Iterator[redis.Redis]:
-    c = connect(server.url)
-    c.flushall()
-    yield c
-    c.close()
+    from tests.redisserver import RedisServer
 
 
 def jobdir(tmp_path: Path, data: object) -> Path:

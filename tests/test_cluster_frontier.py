@@ -7,14 +7,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import asdict
 from itertools import count
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.redisserver import RedisServer
 from urlcheck.clock import ManualClock
 from urlcheck.cluster import (
     MAX_REAPS,
@@ -39,25 +37,11 @@ from urlcheck.cluster.scripts import Breaker, text
 if TYPE_CHECKING:
     import redis
 
+    from tests.redisserver import RedisServer
+
 JOB = "t1"
 TTL = 30.0
 DELAY = 0.3
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    with RedisServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def client(server: RedisServer) -> Iterator[redis.Redis]:
-    if not server.running:
-        server.start()
-    c = connect(server.url)
-    c.flushall()  # our own server
-    yield c
-    c.close()
 
 
 _rows = count()

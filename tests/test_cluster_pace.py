@@ -4,13 +4,11 @@ back in distributed mode as in one process. Counts answers, not time: no clock t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.redisserver import RedisServer
-from urlcheck.cluster import ClusterJob, Frontier, Task, connect
+from urlcheck.cluster import ClusterJob, Frontier, Task
 from urlcheck.cluster.frontier import PaceEvent, PaceRule
 from urlcheck.pace import HostPace
 
@@ -21,19 +19,11 @@ JOB = "pace"
 HOST = "a"
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    with RedisServer() as srv:
-        yield srv
-
-
 @pytest.fixture
-def client(server: RedisServer) -> Iterator[redis.Redis]:
-    c = connect(server.url)
-    c.flushall()  # our own server
-    ClusterJob(c, JOB).open("coordinator@test")
-    yield c
-    c.close()
+def client(client: redis.Redis) -> redis.Redis:
+    """The shared empty client (conftest), with the job open."""
+    ClusterJob(client, JOB).open("coordinator@test")
+    return client
 
 
 class Twin:

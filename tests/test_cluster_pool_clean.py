@@ -5,13 +5,9 @@ keys of other pools and jobs are never touched."""
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import pytest
-
-from tests.redisserver import RedisServer
-from urlcheck.cluster import ClusterJob, connect
+from urlcheck.cluster import ClusterJob
 from urlcheck.cluster.admin import clean
 from urlcheck.cluster.pools import record_user
 from urlcheck.proxypool import PoolConfig, ProxyPool
@@ -20,21 +16,9 @@ from urlcheck.proxypool.store.redis import RedisStore
 if TYPE_CHECKING:
     import redis
 
+    from tests.redisserver import RedisServer
+
 PROXIES = ["http://127.0.0.20:3128", "http://127.0.0.21:3128"]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    with RedisServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def client(server: RedisServer) -> Iterator[redis.Redis]:
-    c = connect(server.url)
-    c.flushall()
-    yield c
-    c.close()
 
 
 def run_job(url: str, client: redis.Redis, job: str, pool: str | None = None) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.test import get_crawler
 
-from tests.redisserver import RedisServer
 from urlcheck import meta as m
 from urlcheck.clock import ManualClock
 from urlcheck.cluster import ClusterJob, Frontier, Task, connect
@@ -20,13 +20,10 @@ from urlcheck.cluster.crawl.scheduler import ClusterScheduler, HostLeaseQueue
 from urlcheck.cluster.crawl.tasks import task_from_request, worker_lost_result
 from urlcheck.spiders.check import CheckSpider
 
+if TYPE_CHECKING:
+    from tests.redisserver import RedisServer
+
 JOB = "sched"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    with RedisServer() as srv:
-        yield srv
 
 
 @pytest.fixture
