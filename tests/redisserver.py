@@ -28,13 +28,16 @@ def _free_port() -> int:
 class RedisServer:
     """``with RedisServer() as server: server.url``; `stop()` and `start()` keep the port.
 
-    `password`: the server requires it (``--requirepass``); `url` does not carry it."""
+    `password`: the server requires it (``--requirepass``); `url` does not carry it.
+    `unix_socket`: it listens on that socket too (`unix_url`)."""
 
-    def __init__(self, password: str | None = None) -> None:
+    def __init__(self, password: str | None = None, unix_socket: str | None = None) -> None:
         if shutil.which("redis-server") is None:
             pytest.skip("redis-server is not installed")
         self.port = _free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.unix_url = f"unix://{unix_socket}" if unix_socket else None
+        self.unix_socket = unix_socket
         self.password = password
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -47,6 +50,7 @@ class RedisServer:
                 "--save", "",
                 "--appendonly", "no",
                 *(["--requirepass", self.password] if self.password else []),
+                *(["--unixsocket", self.unix_socket] if self.unix_socket else []),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -3,12 +3,15 @@ a restart that empties it. The behaviour both stores share is in test_pool and t
 
 from __future__ import annotations
 
+import tempfile
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 import redis
 
+from tests.redisserver import RedisServer
 from urlcheck.proxypool import (
     LeaseCapReached,
     ManualClock,
@@ -16,14 +19,13 @@ from urlcheck.proxypool import (
     ProxyPool,
     StoreUnavailable,
 )
+from urlcheck.proxypool.store import store_from_uri
 from urlcheck.proxypool.store.redis import RedisStore
 
 from .sim import AUTH, CONTROL_URLS, OK, proxy_urls
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-    from tests.redisserver import RedisServer
 
 
 @pytest.fixture
@@ -151,3 +153,31 @@ def test_a_proxy_is_probed_by_one_process_at_a_time(server: RedisServer) -> None
     assert {task.proxy_id for task in second.due_probes()} == mine
     first.close()
     second.close()
+
+
+def test_a_store_on_a_unix_socket_is_shared_as_on_tcp() -> None:
+    """One machine's processes may reach Redis over a Unix socket (``unix://``): the same
+    store, registry and caps, without the TCP stack."""
+    with tempfile.TemporaryDirectory(prefix="rs", dir="/tmp") as where:
+        path = str(Path(where) / "redis.sock")
+        with RedisServer(unix_socket=path) as srv:
+            assert srv.unix_url is not None
+            config = PoolConfig(max_concurrent=1)
+            one, two = (
+                ProxyPool(
+                    proxies,
+                    config,
+                    store=store_from_uri(srv.unix_url, "u", server_time=False),
+                    clock=ManualClock(),
+                )
+                for proxies in (proxy_urls(1), [])
+            )
+            assert [p.id for p in two.proxies] == [p.id for p in one.proxies]  # shared registry
+            lease = one.acquire("a.test")
+            with pytest.raises(LeaseCapReached):
+                two.acquire("a.test")
+            one.release(lease, OK)
+            one.snapshot()
+            two.release(two.acquire("a.test"), OK)
+            one.close()
+            two.close()
