@@ -196,8 +196,8 @@ def _store_uri(uri: str) -> str:
     scheme = uri.partition("://")[0].lower()
     if scheme not in {"memory", "redis", "rediss", "unix"}:
         raise ConfigError(
-            f"setting URLCHECK_PROXY_STORE: expected memory:// or redis://host:port/db, "
-            f"got a {scheme or 'schemeless'} URI"
+            f"setting URLCHECK_PROXY_STORE: expected memory://, redis://host:port/db, "
+            f"rediss://... or unix:///path/to/redis.sock, got a {scheme or 'schemeless'} URI"
         )
     return uri
 
