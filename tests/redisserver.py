@@ -5,6 +5,7 @@ Tests that flush or restart Redis use this, never the shared server on 6379.
 
 from __future__ import annotations
 
+import random
 import shutil
 import signal
 import socket
@@ -19,10 +20,17 @@ __all__ = ["RedisServer"]
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A free port below the kernel's ephemeral range (32768-60999 here), which the kernel never
+    hands to another socket on its own: a server stopped for a restart finds its port still
+    free, where an ephemeral one may meanwhile be another test's listener or local port."""
+    while True:
+        port = random.randint(20000, 32000)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 class RedisServer:
@@ -42,6 +50,15 @@ class RedisServer:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
+        """Start it on its port. A restart may find the port taken for a moment (a client
+        socket of another test can hold it as its local port): it tries again for 10 s."""
+        deadline = time.monotonic() + 10
+        while not self._start_once():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start on port {self.port}")
+            time.sleep(0.1)
+
+    def _start_once(self) -> bool:
         self._proc = subprocess.Popen(
             [
                 "redis-server",
@@ -56,15 +73,22 @@ class RedisServer:
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
         client = self.client()
-        for _ in range(200):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.025)
-        else:
-            raise RuntimeError("redis-server did not start")
-        client.close()
+        try:
+            for _ in range(400):
+                try:
+                    pid = client.info("server")["process_id"]
+                except redis.ConnectionError:
+                    if self._proc.poll() is not None:  # exited: the port was taken
+                        return False
+                    time.sleep(0.025)
+                    continue
+                if pid == self._proc.pid:
+                    return True
+                break  # another server answers on the port
+            self.stop()
+            return False
+        finally:
+            client.close()
 
     def stop(self) -> None:
         if self._proc is not None:
