@@ -3,6 +3,7 @@ a restart that empties it. The behaviour both stores share is in test_pool and t
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -181,3 +182,33 @@ def test_a_store_on_a_unix_socket_is_shared_as_on_tcp() -> None:
             two.release(two.acquire("a.test"), OK)
             one.close()
             two.close()
+
+
+def test_a_restart_empties_the_books_leases_too(server: RedisServer) -> None:
+    """Releases that failed in the outage, and releases of leases lent before Redis came back
+    empty, leave no proxy counted full (with caps of 1, a leak would stop every lease)."""
+    pool = ProxyPool(
+        proxy_urls(2),
+        PoolConfig(max_concurrent=1),
+        store=RedisStore(server.url, "t", server_time=False),
+        clock=ManualClock(),
+        seed=1,
+    )
+    held = [pool.acquire("a.test"), pool.acquire("a.test")]  # both proxies at their cap
+    late = held.pop()
+    server.stop()
+    with pytest.raises(StoreUnavailable):
+        pool.acquire("a.test")
+    with pytest.raises(StoreUnavailable):  # refused: the middleware drops it (counted)
+        pool.release(held[0], OK)
+    server.start()  # empty: no persistence
+    with contextlib.suppress(StoreUnavailable):  # the first call may find the old connection
+        pool.release(pool.acquire("a.test"), OK)
+    lease = pool.acquire("a.test")  # the store lost everything: registered again
+    pool.release(late, OK)  # lent before the restart: nothing to count off now
+    assert sum(p["active"] for p in pool.snapshot()["proxies"]) == 1
+    other = pool.acquire("a.test")
+    pool.release(lease, OK)
+    pool.release(other, OK)
+    assert [p["active"] for p in pool.snapshot()["proxies"]] == [0, 0]
+    pool.close()

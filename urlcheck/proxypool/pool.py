@@ -70,6 +70,7 @@ class Lease:
     session_lost: bool
     fallback: bool
     acquired_at: float
+    epoch: int = field(default=0, repr=False)  # the pool's store epoch when it was lent
     released: bool = field(default=False, repr=False)
 
 
@@ -112,6 +113,7 @@ class ProxyPool:
         # counted off at its release. (A lease never released leaves its id here: a leak the
         # reclaim warning has already reported.)
         self._reclaimed: set[int] = set()
+        self._epoch = 0  # bumped when the store loses its state: leases lent before are gone
         self._adopt(self._store.load(self._clock()))
         for proxy in proxies:
             self.add(proxy)
@@ -204,7 +206,7 @@ class ProxyPool:
             sessions.note(books, key, rec.id)
         if lost:
             logger.debug("session for key on %s lost; now on %s", site, rec.id)
-        return Lease(lease_id, rec.proxy, site, key, lost, fallback, now)
+        return Lease(lease_id, rec.proxy, site, key, lost, fallback, now, self._epoch)
 
     def _choice(self, exhausted: bool = False) -> choosing.Choice:
         """The policy's choice for the acquire in progress (`_asking`), asked by the store when
@@ -228,14 +230,21 @@ class ProxyPool:
             logger.warning("lease %d on %s released twice; ignored", lease.id, lease.proxy.id)
             return
         now = self._clock()
-        shared = self._store.release(lease.id, lease.proxy.id, now, self._gen)
+        # A lease lent before the store lost its state is not there to end.
+        shared = (
+            self._store.release(lease.id, lease.proxy.id, now, self._gen)
+            if lease.epoch == self._epoch
+            else None
+        )
         lease.released = True
         if shared is not None:
             self._adopt(shared)
         rec = self._books.proxies.get(lease.proxy.id)
         if rec is None:
             return
-        if self._reclaimed and lease.id in self._reclaimed:
+        if lease.epoch != self._epoch:
+            pass  # lent before the store lost its state: counted off then (`_restore`)
+        elif self._reclaimed and lease.id in self._reclaimed:
             self._reclaimed.discard(lease.id)  # counted off when it expired
         elif rec.active:  # (not below 0 for a lease of a proxy removed and added again)
             rec.active -= 1
@@ -330,11 +339,15 @@ class ProxyPool:
     def _restore(self) -> None:
         """The store lost everything (a Redis restarted without persistence): register our
         proxies again and commit what our books know of their states. Leases in flight were
-        lost with it: their releases find nothing to end there, and end them in our books."""
+        lost with it: our books count them off now (their releases change nothing), with those
+        whose release failed during the outage."""
         logger.warning(
             "proxy store lost its state; registering %d proxies again", len(self._books.proxies)
         )
+        self._epoch += 1
+        self._reclaimed.clear()  # lease ids start again in an empty store
         for rec in self._books.proxies.values():
+            rec.active = 0  # releases that failed in the outage are not coming back either
             self._store.add_proxy(rec.proxy)
             if rec.state is not State.HEALTHY:
                 self._books.dirty.add(rec.id)

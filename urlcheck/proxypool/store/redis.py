@@ -77,7 +77,8 @@ class _Script(NamedTuple):
 
 def _load_text(name: str) -> str:
     lua = resources.files(__package__).joinpath("lua")
-    return lua.joinpath("_view.lua").read_text() + lua.joinpath(f"{name}.lua").read_text()
+    own = lua.joinpath(f"{name}.lua").read_text()
+    return own if name == "release" else lua.joinpath("_view.lua").read_text() + own
 
 
 def spec_of(proxy: Proxy) -> str:
@@ -255,9 +256,7 @@ class RedisStore(PoolStore):
             except (ConnectionError, TimeoutError, OSError):
                 self._owed = 0
                 raise
-            except RedisError as exc:
-                # NOSCRIPT: the server lost its scripts (restarted, or flushed); the lease
-                # ends with its TTL (reclaim), as when a release is lost in an outage.
+            except RedisError as exc:  # not expected (a script error): the lease expires
                 logger.warning("proxy store refused a release (%s); its lease expires", exc)
 
     def _shared(self, view: Sequence[Any]) -> Shared | None:
@@ -394,10 +393,12 @@ class RedisStore(PoolStore):
         # Sent, not waited for: what its answer says (whether the lease was still there, a
         # newer shared state) the pool does not need now, and the next call's answer carries
         # the state. The pipelined answer is what makes a pair one round trip.
+        # EVAL with the script's text (7 lines), not EVALSHA: nobody waits to load the script
+        # again and retry after a restart that lost it, so it must run all the same.
         member = f"{lease_id}:{self._token}:{proxy_id}"
         keys = self._keys["release"]
         try:
-            self._send("EVALSHA", self._scripts["release"].sha, len(keys), *keys, member, proxy_id)
+            self._send("EVAL", self._scripts["release"].text, len(keys), *keys, member, proxy_id)
         except (RedisError, OSError) as exc:
             raise StoreUnavailable(f"proxy store release: {exc}") from exc
         return None

@@ -58,7 +58,16 @@ if chosen then
     redis.call('ZADD', KEYS[10], expires, key)
   end
   lease = redis.call('HINCRBY', KEYS[1], 'lease_seq', 1)
-  redis.call('ZADD', KEYS[8], now + tonumber(ARGV[2]), lease .. ':' .. ARGV[6] .. ':' .. chosen)
+  if lease == 1 then
+    -- a new or emptied store: ids go on from the time in microseconds, so that a lease lent
+    -- before a restart never shares its id with one lent after
+    local t = redis.call('TIME')
+    lease = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('HSET', KEYS[1], 'lease_seq', string.format('%d', lease))
+  end
+  -- (%d: a Lua number past 1e14 would print in exponent form)
+  redis.call('ZADD', KEYS[8], now + tonumber(ARGV[2]),
+    string.format('%d', lease) .. ':' .. ARGV[6] .. ':' .. chosen)
   redis.call('HINCRBY', KEYS[7], chosen, 1)
 end
 return {lease, chosen or '', lost, fallback, view(ARGV[7], ARGV[8]), capped}
