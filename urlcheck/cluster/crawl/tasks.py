@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from urlcheck import meta as m
 from urlcheck.cluster.task import Task
@@ -22,35 +22,35 @@ def row_of(request: Request) -> int | None:
 def task_from_row(row_task: RowTask, method: str) -> Task:
     """A new row, as the coordinator queues it."""
     assert row_task.requested_url is not None
-    return Task(
-        row=row_task.row,
-        url=row_task.url,
-        requested_url=row_task.requested_url,
-        expected=row_task.expected,
-        extra=dict(row_task.extra),
-        target=row_task.requested_url,
-        method=method,
-        notes=list(row_task.notes),
-    )
+    return _task(row_task, row_task.requested_url, method)
 
 
 def task_from_request(request: Request) -> Task:
+    """A row's request in flight (a hop, a retry), as it goes back to the frontier."""
     meta = request.meta
-    row_task: RowTask = meta[m.TASK]
-    return Task(
-        row=row_task.row,
-        url=row_task.url,
-        requested_url=row_task.requested_url,
-        expected=row_task.expected,
-        extra=dict(row_task.extra),
-        target=request.url,
-        method=request.method,
+    return _task(
+        meta[m.TASK],
+        request.url,
+        request.method,
         chain=list(meta[m.CHAIN]),
-        notes=list(row_task.notes),
         retries=int(meta[m.RETRIES]),
         retry_times=int(meta.get("retry_times", 0)),
         retry_after=meta.get(m.RETRY_AFTER),
         after_public=bool(meta.get(m.AFTER_PUBLIC)),
+    )
+
+
+def _task(row_task: RowTask, target: str, method: str, **progress: Any) -> Task:
+    return Task(
+        row=row_task.row,
+        url=row_task.url,
+        requested_url=row_task.requested_url,
+        expected=row_task.expected,
+        extra=dict(row_task.extra),
+        target=target,
+        method=method,
+        notes=list(row_task.notes),
+        **progress,
     )
 
 
