@@ -78,6 +78,7 @@ class _Script(NamedTuple):
 def _load_text(name: str) -> str:
     lua = resources.files(__package__).joinpath("lua")
     own = lua.joinpath(f"{name}.lua").read_text()
+    # the release neither reads the clock nor reports the view, and is sent whole (EVAL)
     return own if name == "release" else lua.joinpath("_view.lua").read_text() + own
 
 
