@@ -1,7 +1,7 @@
 """Benchmark of the proxy pool: speed, and success on a simulated world.
 
 Run: python bench/pool.py [--store URL] [--seed N] [--pairs N] [--requests N] [--rounds N]
-                          [--repeat N]
+                          [--seconds S] [--repeat N]
 
 ``--store redis://`` with nothing after the scheme starts a redis-server of its own on a free
 loopback port (no persistence) and stops it at the end: the shared Redis is left alone.
@@ -9,10 +9,10 @@ loopback port (no persistence) and stops it at the end: the shared Redis is left
 Every figure is printed next to a bound or a baseline measured in the same run: pairs per second
 against the target of the store (150,000/s in memory, 5,000/s on Redis from one process), with
 the round trips to the store counted per acquire+release pair (a round trip: the client waits
-for an answer; a release is sent without waiting and answered with the next call, so the
-commands sent are counted too); with Redis, 4 processes on one
-store against 1; the pool's success rate against an oracle that knows the good proxies and
-against uniform random choice. The last line is one JSON object with the headline figures.
+for an answer; a release is sent without waiting for an answer, so the commands sent are
+counted too); with Redis, 4 processes on one store against 1, all running for the same time;
+the pool's success rate against an oracle that knows the good proxies and against uniform
+random choice. The last line is one JSON object with the headline figures.
 """
 
 from __future__ import annotations
@@ -159,9 +159,9 @@ def measure_pairs(
 def _proc_pairs(
     store_url: str,
     name: str,
-    pairs: int,
+    seconds: float,
     barrier: multiprocessing.synchronize.Barrier,
-    out: multiprocessing.queues.Queue[tuple[float, float, float]],
+    out: multiprocessing.queues.Queue[tuple[int, float, float, float]],
 ) -> None:
     logging.disable(logging.ERROR)
     store = make_store(store_url, name)
@@ -171,9 +171,11 @@ def _proc_pairs(
         pool.release(pool.acquire(sites[i % 100]), OK)
     barrier.wait()
     start, cpu = time.perf_counter(), time.process_time()
-    for i in range(pairs):
-        pool.release(pool.acquire(sites[i % 100]), OK)
-    out.put((start, time.perf_counter(), time.process_time() - cpu))
+    deadline, done = start + seconds, 0
+    while time.perf_counter() < deadline:
+        pool.release(pool.acquire(sites[done % 100]), OK)
+        done += 1
+    out.put((done, start, time.perf_counter(), time.process_time() - cpu))
     pool.close()
 
 
@@ -200,17 +202,18 @@ def server_cpu(store_url: str) -> float:
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
-def procs_rate(store_url: str, procs: int, pairs: int) -> tuple[float, float]:
+def procs_rate(store_url: str, procs: int, seconds: float) -> tuple[float, float]:
     """Aggregate pairs per second of `procs` processes on one pool in the store, each on its
-    own connection, timed after a warm-up and a barrier; and the CPU seconds per pair, the
-    processes' and the server's together."""
+    own connection, after a warm-up and a barrier, all running for the same `seconds` (so that
+    no process runs alone at the end while the others are done); and the CPU seconds per pair,
+    the processes' and the server's together."""
     ctx = multiprocessing.get_context("spawn")
     name = f"bench-procs-{secrets.token_hex(3)}"
     barrier = ctx.Barrier(procs)
-    out: multiprocessing.queues.Queue[tuple[float, float, float]] = ctx.Queue()
+    out: multiprocessing.queues.Queue[tuple[int, float, float, float]] = ctx.Queue()
     served = server_cpu(store_url)
     workers = [
-        ctx.Process(target=_proc_pairs, args=(store_url, name, pairs, barrier, out))
+        ctx.Process(target=_proc_pairs, args=(store_url, name, seconds, barrier, out))
         for _ in range(procs)
     ]
     for w in workers:
@@ -222,9 +225,9 @@ def procs_rate(store_url: str, procs: int, pairs: int) -> tuple[float, float]:
     store = make_store(store_url, name)
     drop_pool(store)
     store.close()
-    total = procs * pairs
-    rate = total / (max(e for _, e, _ in spans) - min(s for s, _, _ in spans))
-    return rate, (sum(c for _, _, c in spans) + served) / total
+    total = sum(done for done, _, _, _ in spans)
+    rate = total / (max(end for _, _, end, _ in spans) - min(start for _, start, _, _ in spans))
+    return rate, (sum(cpu for _, _, _, cpu in spans) + served) / total
 
 
 @dataclass
@@ -351,6 +354,9 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=3, help="rounds of 1 against 4 processes (Redis)"
     )
+    parser.add_argument(
+        "--seconds", type=float, default=2.0, help="how long each process runs per round (Redis)"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per case (best kept)")
     args = parser.parse_args()
     logging.disable(logging.ERROR)  # the pool's state changes are not what is measured here
@@ -401,8 +407,8 @@ def run(args: argparse.Namespace) -> None:
         # Interleaved rounds, the median ratio: the load of a shared machine drifts.
         ratios, of_bound = [], []
         for _ in range(args.rounds):
-            one, _ = procs_rate(args.store, 1, pairs)
-            four, cpu = procs_rate(args.store, 4, pairs)
+            one, _ = procs_rate(args.store, 1, args.seconds)
+            four, cpu = procs_rate(args.store, 4, args.seconds)
             ratios.append(four / one)
             # What the CPUs allow: 4 processes can at best keep every CPU busy.
             bound = min(4.0, (os.cpu_count() or 1) / (cpu * one))

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -37,9 +38,15 @@ class RedisServer:
     """``with RedisServer() as server: server.url``; `stop()` and `start()` keep the port.
 
     `password`: the server requires it (``--requirepass``); `url` does not carry it.
-    `unix_socket`: it listens on that socket too (`unix_url`)."""
+    `unix_socket`: it listens on that socket too (`unix_url`). `options`: more of its command
+    line (``("--rename-command", "CLIENT", "")``: a server that lacks a command)."""
 
-    def __init__(self, password: str | None = None, unix_socket: str | None = None) -> None:
+    def __init__(
+        self,
+        password: str | None = None,
+        unix_socket: str | None = None,
+        options: Sequence[str] = (),
+    ) -> None:
         if shutil.which("redis-server") is None:
             pytest.skip("redis-server is not installed")
         self.port = _free_port()
@@ -47,6 +54,7 @@ class RedisServer:
         self.unix_url = f"unix://{unix_socket}" if unix_socket else None
         self.unix_socket = unix_socket
         self.password = password
+        self.options = tuple(options)
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -68,6 +76,7 @@ class RedisServer:
                 "--appendonly", "no",
                 *(["--requirepass", self.password] if self.password else []),
                 *(["--unixsocket", self.unix_socket] if self.unix_socket else []),
+                *self.options,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -65,14 +65,35 @@ def test_round_trips_per_call(server: RedisServer) -> None:
     before, sent = store.round_trips, store.commands
     lease = pool.acquire("a.test")
     assert (store.round_trips - before, store.commands - sent) == (1, 1)
-    pool.release(lease, OK)  # sent; its answer is read with the next call's
-    assert (store.round_trips - before, store.commands - sent) == (1, 2)
+    pool.release(lease, OK)  # sent behind CLIENT REPLY SKIP, in one write: no answer to read
+    assert (store.round_trips - before, store.commands - sent) == (1, 3)
     lease = pool.acquire("a.test")
-    assert (store.round_trips - before, store.commands - sent) == (2, 3)
+    assert (store.round_trips - before, store.commands - sent) == (2, 4)
     pool.release(lease, AUTH)  # 407: the proxy dies, a state change to commit
-    assert (store.round_trips - before, store.commands - sent) == (3, 5)
+    assert (store.round_trips - before, store.commands - sent) == (3, 7)
     assert {p["state"] for p in pool.snapshot()["proxies"]} == {"healthy", "dead"}
     pool.close()
+
+
+def test_a_server_without_client_reply_answers_releases_read_with_the_next_call() -> None:
+    """A Redis look-alike or proxy that refuses CLIENT REPLY: each release is answered, and the
+    answer shares the next call's round trip; the replies stay in step with the calls."""
+    with RedisServer(options=("--rename-command", "CLIENT", "")) as server:
+        pool, store = pool_on(server.url, 3)
+        pool.release(pool.acquire("a.test"), OK)
+        before, sent = store.round_trips, store.commands
+        for _ in range(50):
+            lease = pool.acquire("a.test")
+            pool.release(lease, OK)
+        assert (store.round_trips - before, store.commands - sent) == (50, 100)
+        assert store._owed == 1  # the last release's answer, read with the next call's
+        client = server.client()
+        assert client.zcard(store._k["leases"]) == 0
+        assert set(client.hvals(store._k["active"])) == {b"0"}
+        pool.release(pool.acquire("a.test"), OK)
+        assert store._owed == 1
+        client.close()
+        pool.close()
 
 
 def test_a_release_takes_effect_before_the_next_call_returns(server: RedisServer) -> None:

@@ -49,6 +49,7 @@ logger = logging.getLogger(__name__)
 SOCKET_TIMEOUT = 1.5  # seconds; a call that takes longer fails as StoreUnavailable
 _RECLAIM_BATCH = 500
 _SCRIPTS = ("acquire", "release", "reclaim", "commit", "claim")
+_REPLY_SKIP = hiredis.pack_command(("CLIENT", "REPLY", "SKIP"))  # type: ignore[arg-type]
 # What the store decides whatever `params` say (see __init__).
 _OWN_OPTIONS = frozenset(
     {
@@ -179,18 +180,26 @@ class RedisStore(PoolStore):
         self._lock = threading.Lock()
         self._conn: ConnectionInterface | None = None
         self._owed = 0  # answers to `_send` not read yet
+        self._unanswered = b""  # CLIENT REPLY SKIP, when the server knows it (see `open`)
 
     def open(self, config: PoolConfig) -> None:
         super().open(config)
         # Loaded up front, so that no pool call pays for a NOSCRIPT (one after a restart does).
+        # And asked whether it knows CLIENT REPLY (Redis 3.2+; a proxy or a look-alike server may
+        # not), in the same round trip: a release is then sent without an answer to read.
         try:
             with self._client.pipeline(transaction=False) as pipe:
                 for script in self._scripts.values():
                     pipe.script_load(script.text)
+                pipe.client_reply("ON")
                 self.round_trips += 1
-                pipe.execute()
+                *loaded, reply_on = pipe.execute(raise_on_error=False)
         except RedisError as exc:
             raise StoreUnavailable(f"proxy store at {self._where}: {exc}") from exc
+        for answer in loaded:
+            if isinstance(answer, Exception):
+                raise StoreUnavailable(f"proxy store at {self._where}: {answer}")
+        self._unanswered = b"" if isinstance(reply_on, Exception) else _REPLY_SKIP
 
     def __repr__(self) -> str:
         return f"RedisStore(pool {self.name!r})"
@@ -228,13 +237,19 @@ class RedisStore(PoolStore):
 
     def _send(self, *command: str | float) -> None:
         """Send a command whose answer nothing waits for (a release): the server runs it now,
-        and the answer is read with the next call's, so it costs no round trip of its own."""
+        so it costs no round trip of its own. Behind CLIENT REPLY SKIP, in the same write, the
+        server sends no answer at all: with many processes on one Redis that saves the server a
+        write and each client a read per pair (4 processes on 2 CPUs: about +6% pairs/s). Without
+        it, the answer is read with the next call's."""
         with self._lock:
-            self._send_locked(command)
-            self._owed += 1
+            self._send_locked(command, self._unanswered)
+            if not self._unanswered:
+                self._owed += 1
 
-    def _send_locked(self, command: tuple[str | float, ...]) -> ConnectionInterface:
-        self.commands += 1
+    def _send_locked(
+        self, command: tuple[str | float, ...], before: bytes = b""
+    ) -> ConnectionInterface:
+        self.commands += 2 if before else 1
         conn = self._conn
         if conn is None:
             conn = self._client.connection_pool.make_connection()
@@ -242,7 +257,7 @@ class RedisStore(PoolStore):
         try:
             # hiredis packs in C, 4x faster than redis-py's packer around it (measured)
             packed = hiredis.pack_command(command)  # type: ignore[arg-type]  # stub: 1-tuple
-            conn.send_packed_command([packed], check_health=False)  # type: ignore[no-untyped-call]
+            conn.send_packed_command([before + packed], check_health=False)  # type: ignore[no-untyped-call]
         except (ConnectionError, TimeoutError, OSError):
             self._owed = 0  # lost with the connection
             conn.disconnect()  # type: ignore[no-untyped-call]
@@ -391,11 +406,10 @@ class RedisStore(PoolStore):
         )
 
     def release(self, lease_id: int, proxy_id: str, now: float, gen: int) -> Released:
-        # Sent, not waited for: what its answer says (whether the lease was still there, a
-        # newer shared state) the pool does not need now, and the next call's answer carries
-        # the state. The pipelined answer is what makes a pair one round trip.
-        # EVAL with the script's text (7 lines), not EVALSHA: nobody waits to load the script
-        # again and retry after a restart that lost it, so it must run all the same.
+        # Sent, not waited for (see `_send`): whether the lease was still there the pool's books
+        # know, and the next call's answer carries the shared state. That is what makes a pair
+        # one round trip. EVAL with the script's text (7 lines), not EVALSHA: nobody reads an
+        # answer that could say NOSCRIPT after a restart, so it must run all the same.
         member = f"{lease_id}:{self._token}:{proxy_id}"
         keys = self._keys["release"]
         try:
