@@ -15,6 +15,7 @@ from urlcheck.circuit import CircuitStore, HostCircuit, MemoryCircuitStore, Stri
 from urlcheck.clock import ManualClock
 from urlcheck.cluster import ClusterJob, Frontier, Task
 from urlcheck.cluster.circuit import RedisCircuitStore, decode_evidence, encode_evidence
+from urlcheck.cluster.frontier import Then
 
 if TYPE_CHECKING:
     import redis
@@ -146,6 +147,23 @@ def test_giving_a_host_up_ends_its_back_off_for_every_process(client: redis.Redi
     (lease,) = two.claim(1, ttl=TTL, delay=0).leases
     assert lease.host == "a" and lease.down
     assert client.zscore(f"uc:{{{JOB}}}:paused", "a") is None
+
+
+def test_a_given_up_hosts_rows_wait_for_no_gap(client: redis.Redis) -> None:
+    """Its rows are recorded without requests: each is leased as soon as the last is done,
+    not one host delay after it (a minute here)."""
+    one = frontier(client)
+    one.push([("a", Task(i, "http://a/", "http://a/", None, {}, "http://a/")) for i in (1, 2, 3)])
+    (lease,) = one.claim(1, ttl=TTL, delay=60).leases
+    assert HostCircuit(1, store=RedisCircuitStore(one)).exhausted("a", Strike(503)) is not None
+    for row in (1, 2, 3):
+        assert lease.task.row == row
+        done = one.complete_result(lease, f'{{"row": {row}}}', delay=60, then=Then(1, TTL))
+        assert done.committed and done.claim is not None
+        if row < 3:
+            (lease,) = done.claim.leases
+            assert lease.down
+    assert done.claim.leases == () and done.claim.wait is None
 
 
 def test_redis_down_fails_open(server: RedisServer, client: redis.Redis) -> None:

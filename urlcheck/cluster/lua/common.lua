@@ -121,6 +121,13 @@ end
 -- which `pace` (the answer's event and the rule's settings, in seconds) updates first.
 local function set_next(host, now, delay, backoff_ms, strikes, pace)
   local h = hkey(host)
+  if redis.call('HEXISTS', K_DOWN, host) == 1 then
+    -- Given up on for the job: no process sends it another request, so its other rows,
+    -- recorded without one, wait for no gap, back-off or pace.
+    redis.call('HSET', h, 'done', string.format('%d', now), 'next', string.format('%d', now))
+    redis.call('PEXPIRE', h, HOST_STATE_TTL_MS)
+    return now
+  end
   local dispatch = num(redis.call('HGET', h, 'dispatch'))
   local until_ = num(redis.call('HGET', h, 'until'))
   if backoff_ms > 0 then
