@@ -316,6 +316,19 @@ def test_hosts_json_adds_up_back_off_time_over_the_runs_of_a_job(tmp_path):
     assert hosts["b.test"]["backoff_seconds"] == 0.4
 
 
+def test_hosts_json_keeps_a_distributed_jobs_totals_as_they_are(tmp_path):
+    """A distributed job's back-off times are the job's totals so far (from Redis): a restarted
+    coordinator writes them again, not on top of the last run's."""
+    import json
+
+    from urlcheck.extensions.hostreport import write_hosts
+
+    write_hosts(tmp_path, {"a.test": {"delay": 0.6, "backoff_seconds": 0.6}}, totals=True)
+    write_hosts(tmp_path, {"a.test": {"delay": 0.6, "backoff_seconds": 0.9}}, totals=True)
+    hosts = json.loads((tmp_path / "hosts.json").read_text())["hosts"]
+    assert hosts["a.test"]["backoff_seconds"] == 0.9
+
+
 def test_time_paused_counts_overlapping_pauses_once_and_stops_when_resumed():
     clock = FakeClock()
     backoff = HostBackoff(BackoffConfig(base=10.0), clock)

@@ -102,3 +102,12 @@ def test_a_host_down_is_given_up_on_once_for_the_whole_cluster(
     logs = [tmp_path / f"{name}.log" for name in ("coordinator", "worker0", "worker1")]
     assert sum(stat(log, "urlcheck/hosts/unavailable") for log in logs) == 2
     assert stat(logs[0], "urlcheck/error/host_unavailable") == 2 * (ROWS - 2)
+
+    # The coordinator's hosts.json is the job's, whichever process met the host.
+    report = json.loads((tmp_path / "job" / "hosts.json").read_text())["hosts"]
+    assert {h: e["unavailable"]["last_status"] for h, e in report.items()} == {
+        DOWN_503: 503,
+        REFUSED: None,
+    }
+    assert report[REFUSED]["unavailable"]["last_error"] == "connect"
+    assert report[DOWN_503]["backoff_seconds"] > 0 and report[REFUSED]["backoff_seconds"] == 0

@@ -4,16 +4,27 @@ back in distributed mode as in one process. Counts answers, not time: no clock t
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 import pytest
+from scrapy.utils.test import get_crawler
 
+from urlcheck.circuit import HostCircuit, Strike
 from urlcheck.cluster import ClusterJob, Frontier, Task
-from urlcheck.cluster.frontier import PaceEvent, PaceRule
+from urlcheck.cluster.circuit import RedisCircuitStore
+from urlcheck.cluster.crawl.runtime import ClusterRuntime
+from urlcheck.cluster.frontier import JobHost, PaceEvent, PaceRule
+from urlcheck.extensions.hostreport import HostReport
 from urlcheck.pace import HostPace
+from urlcheck.spiders.check import CheckSpider
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import redis
+
+    from tests.redisserver import RedisServer
 
 JOB = "pace"
 HOST = "a"
@@ -104,3 +115,67 @@ def test_no_event_leaves_the_pace_alone(client: redis.Redis) -> None:
     (lease,) = frontier.claim(1, ttl=30, delay=0).leases
     frontier.complete_result(lease, "{}", delay=0.3)  # a network error: nothing learned
     assert twin.stored() == 0.6
+
+
+def test_the_job_keeps_what_every_process_met_of_a_host_for_the_report(client: redis.Redis) -> None:
+    """The coordinator's host report is the job's: the 429s, learned pace and back-off time
+    of each host, whichever process met it, and the hosts given up on, in one call."""
+    twin = Twin(client, PaceRule(0.3, 10.0, ease_after=20))
+    twin.answer(FAST)  # through w1
+    twin.answer(FAST)  # through w2
+    twin.answer(OK)
+    one, two = twin.processes
+    url = "http://b/"
+    one.push([("b", Task(100, url, url, None, {}, url))])
+    (lease,) = one.claim(1, ttl=30, delay=0).leases
+    one.complete_retry(lease, lease.task, delay=0, backoff=120, strikes=1)
+    client.zadd(f"uc:{{{JOB}}}:ready", {"b": 0})  # sent early, say by a stalled lease's reaper
+    (lease,) = two.claim(1, ttl=30, delay=0).leases
+    two.complete_retry(lease, lease.task, delay=0, backoff=60, strikes=2)  # inside the 120 s
+    met = one.hosts()
+    assert met == {
+        HOST: JobHost(too_fast=2, pace=twin.stored(), backoff_seconds=0.0),
+        "b": JobHost(backoff_seconds=met["b"].backoff_seconds),
+    }
+    assert twin.stored() == 1.2 and 120 <= met["b"].backoff_seconds < 125  # overlap once
+    # Given up on: its back-off ends, and the time it did not wait is taken off.
+    given_up = HostCircuit(1, store=RedisCircuitStore(two)).exhausted("b", Strike(503))
+    assert given_up is not None
+    after = one.hosts()["b"]
+    assert after.down == given_up and 0 <= after.backoff_seconds < 5
+
+
+def test_the_coordinators_hosts_json_is_the_jobs(
+    client: redis.Redis, server: RedisServer, tmp_path: Path
+) -> None:
+    """What a worker met (a 429, a back-off, a host given up on) is in the coordinator's
+    report, though the coordinator never sent the host a request; a restarted coordinator
+    writes the job's back-off time again, not on top of its last report."""
+    csv = tmp_path / "urls.csv"
+    csv.write_text("url\nhttp://a/\n")
+    jobdir = tmp_path / "job"
+    crawler = get_crawler(CheckSpider, {"REDIS_URL": server.url, "JOBDIR": str(jobdir)})
+    crawler.spider = CheckSpider.from_crawler(crawler, job=JOB, csv=str(csv))
+    runtime = ClusterRuntime.for_crawler(crawler)
+    assert runtime is not None and runtime.is_coordinator
+    worker = Twin(client, PaceRule(0.3, 10.0, ease_after=20))
+    worker.answer(FAST)
+    w1 = worker.processes[0]
+    url = "http://b/"
+    w1.push([("b", Task(100, url, url, None, {}, url))])
+    (lease,) = w1.claim(1, ttl=30, delay=0).leases
+    w1.complete_retry(lease, lease.task, delay=0, backoff=2, strikes=1)
+    assert HostCircuit(1, store=RedisCircuitStore(w1)).exhausted("b", Strike(503)) is not None
+
+    report = HostReport.from_crawler(crawler)
+    for _ in range(2):  # the coordinator's run, and a restart's
+        report.spider_closed()
+        hosts = json.loads((jobdir / "hosts.json").read_text())["hosts"]
+        assert hosts[HOST] == {
+            "delay": 0.6,
+            "too_fast": 1,
+            "backoff_seconds": 0.0,
+            "unavailable": None,
+        }
+        assert hosts["b"]["unavailable"]["last_status"] == 503
+        assert 0 <= hosts["b"]["backoff_seconds"] <= 2

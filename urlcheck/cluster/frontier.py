@@ -14,14 +14,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from urlcheck.cluster.circuit import decode_evidence
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.cluster.keys import JobKeys
-from urlcheck.cluster.scripts import Breaker, Scripts, guarded, text
+from urlcheck.cluster.scripts import Breaker, Scripts, guarded, pairs, text
 from urlcheck.cluster.task import Task, decode_entry, encode_entry
 
 if TYPE_CHECKING:
     import redis
 
+    from urlcheck.circuit import Unavailable
     from urlcheck.cluster.workers import WorkerInfo
 
 # Expired leases reaped per claim: bounds the script's run time after a mass failure.
@@ -90,6 +92,16 @@ def _claim(reply: list[Any]) -> Claim:
     )
     wait = None if int(wait_ms) < 0 else int(wait_ms) / 1000
     return Claim(text(control), text(status), wait, int(reaped), int(dropped), leases)
+
+
+@dataclass(frozen=True, slots=True)
+class JobHost:
+    """What the whole job met of one host (``Frontier.hosts``)."""
+
+    too_fast: int = 0  # 429s it answered, with the learned pace on
+    pace: float | None = None  # its learned delay in seconds; None when unknown or expired
+    backoff_seconds: float = 0.0  # time it was paused by back-offs, overlaps counted once
+    down: Unavailable | None = None  # the evidence, when it was given up on
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +282,23 @@ class Frontier:
         and the evidence that stands (``"<since ms>|<evidence>"``)."""
         new, value = self.scripts.run("giveup", host, evidence)
         return bool(int(new)), text(value)
+
+    def hosts(self) -> dict[str, JobHost]:
+        """Every host the job slowed, paused or gave up on, whichever process met it: one call."""
+        down, fast, backed, paces = self.scripts.run("hosts")
+        pace = {text(host): text(value) for host, value in pairs(paces)}
+        found: dict[str, dict[str, Any]] = {}
+        for host, count in pairs(fast):
+            learned = pace[text(host)]
+            found[text(host)] = {
+                "too_fast": int(count),
+                "pace": float(learned) if learned else None,
+            }
+        for host, ms in pairs(backed):
+            found.setdefault(text(host), {})["backoff_seconds"] = max(int(ms), 0) / 1000
+        for host, value in pairs(down):
+            found.setdefault(text(host), {})["down"] = decode_evidence(text(host), text(value))
+        return {host: JobHost(**fields) for host, fields in sorted(found.items())}
 
     def renew(self, leases: Iterable[Lease], *, ttl: float, info: WorkerInfo | None) -> Renewal:
         args: list[str | int] = [self.owner, _ms(ttl), "" if info is None else info.to_json()]

@@ -27,6 +27,8 @@ FIXED = (
     "beats",  # zset: worker id -> last heartbeat ms
     "strikes",  # hash: host -> rows in a row that exhausted their tries (the host circuit)
     "down",  # hash: host -> "<since ms>|<evidence json>", hosts given up on for the job
+    "fast",  # hash: host -> 429s it answered the job (with the learned pace on)
+    "backed",  # hash: host -> ms it was paused by back-offs, overlaps counted once
 )
 
 

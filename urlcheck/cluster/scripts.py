@@ -32,6 +32,7 @@ NAMES = (
     "control",
     "status",
     "giveup",
+    "hosts",
 )
 
 _UNAVAILABLE = (

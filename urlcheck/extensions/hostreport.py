@@ -5,6 +5,10 @@ once and written to ``hosts.json`` in the job directory (when there is one) for 
 "too_fast": 429s, "backoff_seconds": seconds, "unavailable": {...evidence...} | null}``. A
 resumed job updates the hosts it met again and keeps the others; ``backoff_seconds`` adds up
 over the job's runs (the time its rows waited), the other fields are the latest run's.
+
+In a distributed job, the coordinator's report is the whole job's, read from Redis in one call:
+every host any process slowed, paused or gave up on, with the 429s and back-off time of all of
+them (a total, not added up again on a restart). A worker's shows what it met itself.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from urlcheck.backoff import HostBackoff
+    from urlcheck.circuit import Unavailable
+    from urlcheck.cluster.frontier import JobHost
 
 logger = logging.getLogger(__name__)
 
@@ -39,32 +45,44 @@ class HostReport:
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
 
-    def hosts(self) -> dict[str, dict[str, Any]]:
-        """Every host that was slowed, paused or given up on this run."""
+    def hosts(self) -> tuple[dict[str, dict[str, Any]], bool]:
+        """Every host that was slowed, paused or given up on this run; on the coordinator of a
+        distributed job, the whole job's (from Redis), whichever process met the host. And
+        whether they are the job's: their back-off times are then its totals so far."""
+        floor = self.backoff.pace.floor  # the delay of a host that taught nothing
+        job = self._job_hosts()
+        if job is not None:
+            return {
+                host: _entry(
+                    met.pace if met.pace is not None else floor,
+                    met.too_fast,
+                    met.backoff_seconds,
+                    met.down,
+                )
+                for host, met in job.items()
+            }, True
         backoff = self.backoff
-        found: dict[str, dict[str, Any]] = {}
+        learned = backoff.pace.learned()
+        paused = backoff.paused_seconds()
+        down = {d.host: d for d in backoff.circuit.hosts()}
+        return {
+            host: _entry(
+                backoff.pace.delay(host),
+                learned[host].too_fast if host in learned else 0,
+                paused.get(host, 0.0),
+                down.get(host),
+            )
+            for host in sorted(learned.keys() | paused.keys() | down.keys())
+        }, False
 
-        def entry(host: str) -> dict[str, Any]:
-            known = found.get(host)
-            if known is None:
-                known = found[host] = {
-                    "delay": round(backoff.pace.delay(host), 3),
-                    "too_fast": 0,
-                    "backoff_seconds": 0.0,
-                    "unavailable": None,
-                }
-            return known
-
-        for host, learned in backoff.pace.learned().items():
-            entry(host)["too_fast"] = learned.too_fast
-        for host, seconds in backoff.paused_seconds().items():
-            entry(host)["backoff_seconds"] = round(seconds, 3)
-        for down in backoff.circuit.hosts():
-            entry(down.host)["unavailable"] = down.as_dict()
-        return dict(sorted(found.items()))
+    def _job_hosts(self) -> dict[str, JobHost] | None:
+        cluster = runtime(self.crawler).cluster
+        if cluster is None or not cluster.is_coordinator:
+            return None
+        return cluster.job_hosts()
 
     def spider_closed(self) -> None:
-        hosts = self.hosts()
+        hosts, totals = self.hosts()
         stats = self.crawler.stats
         assert stats is not None
         for host, entry in hosts.items():
@@ -91,11 +109,23 @@ class HostReport:
         logger.info("\n".join(lines))
         jobdir = self.crawler.settings.get("JOBDIR")
         if jobdir:
-            write_hosts(Path(jobdir), hosts)
+            write_hosts(Path(jobdir), hosts, totals=totals)
 
 
-def write_hosts(jobdir: Path, hosts: dict[str, dict[str, Any]]) -> None:
-    """Merge ``hosts`` into ``jobdir/hosts.json``, atomically."""
+def _entry(
+    delay: float, too_fast: int, backoff_seconds: float, down: Unavailable | None
+) -> dict[str, Any]:
+    return {
+        "delay": round(delay, 3),
+        "too_fast": too_fast,
+        "backoff_seconds": round(backoff_seconds, 3),
+        "unavailable": None if down is None else down.as_dict(),
+    }
+
+
+def write_hosts(jobdir: Path, hosts: dict[str, dict[str, Any]], *, totals: bool = False) -> None:
+    """Merge ``hosts`` into ``jobdir/hosts.json``, atomically. ``totals``: their back-off times
+    are the job's so far (a distributed job's, from Redis), not this run's to add up."""
     path = jobdir / HOSTS_FILE
     try:
         known = json.loads(path.read_text(encoding="utf-8")).get("hosts", {})
@@ -105,7 +135,7 @@ def write_hosts(jobdir: Path, hosts: dict[str, dict[str, Any]]) -> None:
         before = known.get(host)
         earlier = before.get("backoff_seconds") if isinstance(before, dict) else None
         known[host] = entry
-        if isinstance(earlier, int | float):
+        if isinstance(earlier, int | float) and not totals:
             total = earlier + (entry.get("backoff_seconds") or 0.0)
             known[host] = {**entry, "backoff_seconds": round(total, 3)}
     tmp = path.with_suffix(".json.tmp")

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from urlcheck import scrapyinternals as internals
 from urlcheck.cluster.circuit import RedisCircuitStore
 from urlcheck.cluster.connection import connect
-from urlcheck.cluster.frontier import Frontier, PaceEvent, PaceRule
+from urlcheck.cluster.errors import ClusterError
+from urlcheck.cluster.frontier import Frontier, JobHost, PaceEvent, PaceRule
 from urlcheck.cluster.job import ClusterJob
 from urlcheck.cluster.leases import LeaseBook
 from urlcheck.cluster.scripts import Breaker
@@ -113,6 +114,15 @@ class ClusterRuntime:
         engine = self.crawler.engine
         slot = internals.slot_times(engine.downloader, host) if engine is not None else None
         return max(self.config.delay, slot.delay if slot is not None else 0.0)
+
+    def job_hosts(self) -> dict[str, JobHost] | None:
+        """What the whole job met of its hosts, for the coordinator's host report; None when
+        Redis does not answer (the report then shows this process's own)."""
+        try:
+            return self.frontier.hosts()
+        except ClusterError as exc:
+            logger.warning("Redis: the host report shows this process's hosts only: %s", exc)
+            return None
 
     def pace_event(self, host: str) -> PaceEvent | None:
         """What the answer to this process's request to ``host`` taught the pace, once."""

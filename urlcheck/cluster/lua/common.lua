@@ -2,7 +2,7 @@
 -- KEYS are the job's fixed keys, in the order of JobKeys.fixed(); ARGV[1] is the job prefix
 -- "uc:{<job>}:", from which the per-host keys are built (same hash tag, so the same slot).
 local K_META, K_READY, K_INFLIGHT, K_LEASES, K_DONE, K_FED, K_RESULTS, K_PAUSED, K_CLOCK,
-  K_SEQ, K_REAPS, K_WORKERS, K_BEATS, K_STRIKES, K_DOWN = unpack(KEYS)
+  K_SEQ, K_REAPS, K_WORKERS, K_BEATS, K_STRIKES, K_DOWN, K_FAST, K_BACKED = unpack(KEYS)
 local PREFIX = ARGV[1]
 -- h:<host> outlives its queue so a back-off or a learned delay survives an empty spell.
 local HOST_STATE_TTL_MS = 3600000
@@ -131,10 +131,14 @@ local function set_next(host, now, delay, backoff_ms, strikes, pace)
   local dispatch = num(redis.call('HGET', h, 'dispatch'))
   local until_ = num(redis.call('HGET', h, 'until'))
   if backoff_ms > 0 then
+    local was = math.max(until_, now)
     until_ = math.max(until_, now + backoff_ms)
+    -- for the job's host report: the time the host was paused, overlaps counted once
+    if until_ > was then redis.call('HINCRBY', K_BACKED, host, until_ - was) end
     redis.call('HSET', h, 'until', string.format('%d', until_), 'strikes', strikes)
     redis.call('ZADD', K_PAUSED, string.format('%d', until_), host)
   end
+  if pace.event == 'fast' then redis.call('HINCRBY', K_FAST, host, 1) end
   local learned = pace_step(h, pace.event, pace.retry_after, pace.floor, pace.maximum,
     pace.ease_after)
   delay = math.max(delay, math.floor(learned * 1000 + 0.5))

@@ -11,6 +11,8 @@ redis.call('HSET', K_DOWN, host, value)
 redis.call('HDEL', K_STRIKES, host)
 local h = hkey(host)
 if redis.call('HEXISTS', h, 'until') == 1 then
+  local left = num(redis.call('HGET', h, 'until')) - now
+  if left > 0 then redis.call('HINCRBY', K_BACKED, host, -left) end
   redis.call('HSET', h, 'until', 0, 'next', string.format('%d', now))
 end
 redis.call('ZREM', K_PAUSED, host)
