@@ -12,12 +12,13 @@ import socket
 import subprocess
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 
-__all__ = ["RedisServer"]
+__all__ = ["RedisClusterServers", "RedisServer"]
 
 
 def _free_port() -> int:
@@ -138,3 +139,81 @@ class RedisServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class RedisClusterServers:
+    """``with RedisClusterServers(tmp_dir) as cluster:`` three redis-servers on free loopback
+    ports joined into one Redis Cluster (masters only, the 16384 slots split evenly), as
+    ``redis-cli --cluster create`` makes it. `nodes` are RedisServers; `move_slot` reshards."""
+
+    def __init__(self, folder: Path, size: int = 3) -> None:
+        if shutil.which("redis-cli") is None:
+            pytest.skip("redis-cli is not installed")
+        self.nodes = [
+            RedisServer(options=_cluster_node(folder / f"nodes-{i}.conf")) for i in range(size)
+        ]
+
+    def __enter__(self) -> RedisClusterServers:
+        for node in self.nodes:
+            node.start()
+        addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
+        subprocess.run(
+            ["redis-cli", "--cluster", "create", *addresses, "--cluster-yes"],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        clients = [node.client() for node in self.nodes]
+        try:
+            for _ in range(400):  # the nodes agree on the slots a moment later
+                if all(
+                    b"cluster_state:ok" in client.execute_command("CLUSTER", "INFO")
+                    for client in clients
+                ):
+                    return self
+                time.sleep(0.025)
+        finally:
+            for client in clients:
+                client.close()
+        raise RuntimeError("the Redis Cluster did not come up")
+
+    def __exit__(self, *exc: object) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def owner(self, key: str) -> RedisServer:
+        """The node that serves `key`'s slot."""
+        client = self.nodes[0].client()
+        try:
+            slot = client.execute_command("CLUSTER", "KEYSLOT", key)
+            for first, last, (_, port, *_) in client.execute_command("CLUSTER", "SLOTS"):
+                if first <= slot <= last:
+                    return next(node for node in self.nodes if node.port == port)
+        finally:
+            client.close()
+        raise LookupError(key)
+
+    def move_slot(self, key: str, target: RedisServer) -> None:
+        """Reshard `key`'s slot, keys and all, to `target`, as ``redis-cli --cluster reshard``
+        does: IMPORTING and MIGRATING, MIGRATE in batches, then every node learns the owner."""
+        source = self.owner(key)
+        src, dst = source.client(), target.client()
+        try:
+            slot = src.execute_command("CLUSTER", "KEYSLOT", key)
+            src_id = src.execute_command("CLUSTER", "MYID").decode()
+            dst_id = dst.execute_command("CLUSTER", "MYID").decode()
+            dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+            src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+            while keys := src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 100):
+                src.execute_command("MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", *keys)
+            for node in self.nodes:
+                client = node.client()
+                client.execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+                client.close()
+        finally:
+            src.close()
+            dst.close()
+
+
+def _cluster_node(config_file: Path) -> tuple[str, ...]:
+    return ("--cluster-enabled", "yes", "--cluster-config-file", str(config_file))

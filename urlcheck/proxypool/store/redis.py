@@ -1,7 +1,8 @@
 """The Redis store: the shared state of `base.PoolStore` in Redis, for many crawler processes.
 
 Every key is under one hash tag per pool, ``{urlcheck:pool:<name>}:...``, so that a pool lives
-in one Redis Cluster slot. Each primitive is one round trip: a Lua script from ``lua/`` (loaded
+in one Redis Cluster slot: on a cluster, the store talks to the node that serves it, found and
+followed through the nodes' MOVED answers. Each primitive is one round trip: a Lua script from ``lua/`` (loaded
 once, run with EVALSHA, reloaded on NOSCRIPT) or a MULTI transaction. Scripts take the time
 from the server's ``TIME`` (the caller's clock only when the pool runs on an injected clock, as
 tests do) and hold no policy: they check states, benches and caps that Python decided.
@@ -27,7 +28,13 @@ from urllib.parse import quote
 import hiredis
 import redis
 from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError, NoScriptError, RedisError, TimeoutError
+from redis.exceptions import (
+    ConnectionError,
+    MovedError,
+    NoScriptError,
+    RedisError,
+    TimeoutError,
+)
 from redis.retry import Retry
 
 from ..health import IN_SERVICE, State
@@ -186,17 +193,24 @@ class RedisStore(PoolStore):
         super().open(config)
         # Loaded up front, so that no pool call pays for a NOSCRIPT (one after a restart does).
         # And asked whether it knows CLIENT REPLY (Redis 3.2+; a proxy or a look-alike server may
-        # not), in the same round trip: a release is then sent without an answer to read.
-        try:
-            with self._client.pipeline(transaction=False) as pipe:
-                for script in self._scripts.values():
-                    pipe.script_load(script.text)
-                pipe.client_reply("ON")
-                self.round_trips += 1
-                *loaded, reply_on = pipe.execute(raise_on_error=False)
-        except RedisError as exc:
-            raise StoreUnavailable(f"proxy store at {self._where}: {exc}") from exc
-        for answer in loaded:
+        # not), in the same round trip: a release is then sent without an answer to read. On a
+        # Redis Cluster, the node given may not serve the pool's slot: its MOVED names the one
+        # that does, and the store talks to that node (every key is in the one slot).
+        for _ in range(3):
+            try:
+                with self._client.pipeline(transaction=False) as pipe:
+                    pipe.exists(self._k["meta"])
+                    for script in self._scripts.values():
+                        pipe.script_load(script.text)
+                    pipe.client_reply("ON")
+                    self.round_trips += 1
+                    here, *loaded, reply_on = pipe.execute(raise_on_error=False)
+            except RedisError as exc:
+                raise StoreUnavailable(f"proxy store at {self._where}: {exc}") from exc
+            if not isinstance(here, MovedError):
+                break
+            self._turn_to(here.host, here.port)
+        for answer in [here, *loaded]:
             if isinstance(answer, Exception):
                 raise StoreUnavailable(f"proxy store at {self._where}: {answer}")
         self._unanswered = b"" if isinstance(reply_on, Exception) else _REPLY_SKIP
@@ -214,11 +228,31 @@ class RedisStore(PoolStore):
         try:
             try:
                 return self._call("EVALSHA", entry.sha, len(keys), *keys, *args)
-            except NoScriptError:  # a restarted or flushed server: load it, once
+            except NoScriptError:  # a restarted or flushed server, a new node: load it, once
                 self._call("SCRIPT", "LOAD", entry.text)
                 return self._call("EVALSHA", entry.sha, len(keys), *keys, *args)
         except (RedisError, OSError) as exc:
-            raise StoreUnavailable(f"proxy store {script}: {exc}") from exc
+            raise self._unavailable(script, exc) from exc
+
+    def _unavailable(self, what: str, exc: Exception) -> StoreUnavailable:
+        """Redis's failure as the boundary's one error. A MOVED answer says a Redis Cluster
+        serves the pool's slot from another node now (resharded, or failed over): the store
+        turns to that node, and the pool retries the call as after an outage."""
+        if isinstance(exc, MovedError):
+            self._turn_to(exc.host, exc.port)
+            return StoreUnavailable(f"proxy store {what}: {exc} (now asking that node)")
+        return StoreUnavailable(f"proxy store {what}: {exc}")
+
+    def _turn_to(self, host: str, port: int) -> None:
+        """Talk to `host`:`port` from now on, with the same client options."""
+        pool = self._client.connection_pool
+        options = {**pool.connection_kwargs, "host": host, "port": port}
+        self.close()
+        self._conn, self._owed = None, 0
+        self._client = redis.Redis(
+            connection_pool=redis.ConnectionPool(connection_class=pool.connection_class, **options)
+        )
+        self._where = f"{host}:{port}"
 
     def _call(self, *command: str | float) -> Any:
         """One command on this store's own connection, and its answer. The scripts are the hot
@@ -306,7 +340,7 @@ class RedisStore(PoolStore):
                 self.round_trips += 1
                 new, _, _, _, reg, gen = pipe.execute()
         except RedisError as exc:
-            raise StoreUnavailable(f"proxy store add: {exc}") from exc
+            raise self._unavailable("add", exc) from exc
         if int(reg) == int(self._reg) + 1:
             self._reg = str(reg)
         return bool(new), int(gen)
@@ -324,7 +358,7 @@ class RedisStore(PoolStore):
                 self.round_trips += 1
                 removed, *_, reg, gen = pipe.execute()
         except RedisError as exc:
-            raise StoreUnavailable(f"proxy store remove: {exc}") from exc
+            raise self._unavailable("remove", exc) from exc
         if int(reg) == int(self._reg) + 1:
             self._reg = str(reg)
         return bool(removed), int(gen)
@@ -340,7 +374,7 @@ class RedisStore(PoolStore):
                 self.round_trips += 1
                 (gen, reg), states, benches, proxies = pipe.execute()
         except RedisError as exc:
-            raise StoreUnavailable(f"proxy store load: {exc}") from exc
+            raise self._unavailable("load", exc) from exc
         reset = int(reg or 0) < int(self._reg)
         self._reg = reg or "0"
         flat_states = [x for item in states.items() for x in item]
@@ -415,7 +449,7 @@ class RedisStore(PoolStore):
         try:
             self._send("EVAL", self._scripts["release"].text, len(keys), *keys, member, proxy_id)
         except (RedisError, OSError) as exc:
-            raise StoreUnavailable(f"proxy store release: {exc}") from exc
+            raise self._unavailable("release", exc) from exc
         return None
 
     def reclaim(self, now: float) -> Sequence[tuple[int, str]]:
@@ -435,7 +469,7 @@ class RedisStore(PoolStore):
                 self.round_trips += 1
                 ended, _ = pipe.execute()
         except RedisError as exc:
-            raise StoreUnavailable(f"proxy store end_session: {exc}") from exc
+            raise self._unavailable("end_session", exc) from exc
         return bool(ended)
 
     def usage(self, now: float) -> tuple[int, int]:
@@ -449,7 +483,7 @@ class RedisStore(PoolStore):
                 self.round_trips += 1
                 replies = pipe.execute()
         except RedisError as exc:
-            raise StoreUnavailable(f"proxy store usage: {exc}") from exc
+            raise self._unavailable("usage", exc) from exc
         if at is None:
             seconds, micros = replies.pop(0)
             when = seconds + micros / 1e6
@@ -492,7 +526,7 @@ class RedisStore(PoolStore):
             self.round_trips += 1
             self._client.delete(f"{self._tag}probe:{proxy_id}")
         except RedisError as exc:
-            raise StoreUnavailable(f"proxy store end_probe: {exc}") from exc
+            raise self._unavailable("end_probe", exc) from exc
 
     def close(self) -> None:
         if self._conn is not None:
