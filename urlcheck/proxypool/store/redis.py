@@ -2,10 +2,11 @@
 
 Every key is under one hash tag per pool, ``{urlcheck:pool:<name>}:...``, so that a pool lives
 in one Redis Cluster slot: on a cluster, the store talks to the node that serves it, found and
-followed through the nodes' MOVED answers. Each primitive is one round trip: a Lua script from ``lua/`` (loaded
-once, run with EVALSHA, reloaded on NOSCRIPT) or a MULTI transaction. Scripts take the time
-from the server's ``TIME`` (the caller's clock only when the pool runs on an injected clock, as
-tests do) and hold no policy: they check states, benches and caps that Python decided.
+followed through the nodes' MOVED answers. Each primitive is one round trip: a Lua script from
+``lua/`` (loaded once, run with EVALSHA, reloaded on NOSCRIPT) or a MULTI transaction. Scripts
+take the time from the server's ``TIME`` (the caller's clock only when the pool runs on an
+injected clock, as tests do) and hold no policy: they check states, benches and caps that
+Python decided.
 
 Keys (hash tag omitted): ``meta`` (gen, reg, lease_seq), ``proxies`` (id -> spec JSON, with
 its credentials: the store is as private as the proxy list), ``states`` (id -> state, until),
