@@ -18,6 +18,7 @@ from urlcheck.cluster.crawl.pipeline import ClusterResultsPipeline
 from urlcheck.cluster.crawl.runtime import ClusterRuntime
 from urlcheck.cluster.crawl.scheduler import ClusterScheduler, HostLeaseQueue
 from urlcheck.cluster.crawl.tasks import task_from_request, worker_lost_result
+from urlcheck.runtime import runtime as crawl_runtime
 from urlcheck.spiders.check import CheckSpider
 
 if TYPE_CHECKING:
@@ -128,6 +129,9 @@ def test_the_runtime_is_the_crawls(scheduler: ClusterScheduler) -> None:
     info = runtime.info(state="shutdown")
     assert (info.role, info.state, info.in_flight) == ("worker", "shutdown", 0)
     assert runtime.delay_for("a.test") == 0.3
+    # a Crawl-delay from the host's robots.txt goes to Redis with each completion
+    crawl_runtime(scheduler.crawler).backoff.pace.ask("a.test", 2.0)
+    assert (runtime.delay_for("a.test"), runtime.delay_for("b.test")) == (2.0, 0.3)
 
 
 def test_a_lease_near_its_end_is_not_sent_and_a_lost_one_is_let_go(

@@ -107,3 +107,22 @@ async def test_retry_after_is_honoured_in_both_forms(site, tmp_path, form):
     assert row["retry_after"] == pytest.approx(2 if form == "seconds" else 3, abs=1.1)
     first, retry = (e["t_arrival"] for e in run_entries(site, tag))
     assert retry - first >= 1.9
+
+
+@deferred_f_from_coro_f
+async def test_robots_txt_crawl_delay_is_kept_from_the_first_request(tmp_path_factory, tmp_path):
+    """With ROBOTSTXT_OBEY on, a host whose robots.txt asks for Crawl-delay: 1 gets its requests
+    at least 1 s apart, robots.txt itself included; a strict site that 429s anything closer
+    than 0.95 s never has to."""
+    log = tmp_path_factory.mktemp("crawl-delay") / "requests.jsonl"
+    with SiteServer(("127.0.0.2",), log_path=log, min_gap=0.95, crawl_delay=1.0) as slow:
+        rows = [slow.url("127.0.0.2", f"/ok?run=delay&i={i}") for i in range(4)]
+        csv = write_csv(tmp_path / "in.csv", "url\n" + "\n".join(rows) + "\n")
+        results, crawler = await crawl(csv, tmp_path / "out.jsonl", ROBOTSTXT_OBEY=True)
+        entries = slow.log()
+    assert [r["final_status"] for r in results] == [200] * 4
+    assert entries[0]["path"] == "/robots.txt"
+    stats = host_stats(entries)["127.0.0.2"]
+    assert stats.rejected == 0
+    assert stats.min_gap is not None and stats.min_gap >= 0.99
+    assert crawler.stats.get_value("urlcheck/robots/crawl_delay/127.0.0.2") == 1.0

@@ -58,11 +58,23 @@ class HostPace:
         self.ease_after = ease_after
         self.enabled = enabled
         self._hosts: dict[str, HostDelay] = {}
+        self._asked: dict[str, float] = {}  # host -> the Crawl-delay of its robots.txt
         self.listener: PaceListener | None = None
 
     def delay(self, host: str) -> float:
         known = self._hosts.get(host)
-        return self.floor if known is None else known.delay
+        learned = self.floor if known is None else known.delay
+        return max(learned, self._asked.get(host, 0.0))
+
+    def ask(self, host: str, seconds: float) -> float:
+        """``host`` asks for ``seconds`` between requests (robots.txt's Crawl-delay): its delay
+        is never less, learned or not, up to ``maximum``. Returns the delay it gets."""
+        self._asked[host] = granted = min(seconds, self.maximum)
+        return granted
+
+    def asked(self, host: str) -> float:
+        """The Crawl-delay ``host`` gets (0.0: it asked for none)."""
+        return self._asked.get(host, 0.0)
 
     def too_fast(self, host: str, retry_after: float | None = None) -> float:
         """``host`` answered 429; returns its new delay."""

@@ -60,6 +60,13 @@ def slot_times(downloader: Downloader, key: str) -> SlotTimes | None:
     return SlotTimes(slot.lastseen, slot.delay, slot.concurrency)
 
 
+def raise_slot_delay(downloader: Downloader, key: str, delay: float) -> None:
+    """At least `delay` between the slot's requests from now on, as AutoThrottle sets it."""
+    slot = downloader.slots.get(key)
+    if slot is not None and slot.delay < delay:
+        slot.delay = delay
+
+
 def default_concurrency(downloader: Downloader) -> int:
     return downloader.domain_concurrency
 

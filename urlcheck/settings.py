@@ -97,6 +97,8 @@ EXTENSIONS = {
     "urlcheck.cluster.crawl.coordinator.ClusterCoordinator": 120,
     "urlcheck.extensions.summary.Summary": 500,
     "urlcheck.extensions.hostreport.HostReport": 505,
+    # Off (NotConfigured) unless ROBOTSTXT_OBEY: robots.txt's Crawl-delay per host.
+    "urlcheck.extensions.crawldelay.CrawlDelay": 506,
     "urlcheck.extensions.proxyprobes.ProxyProbes": 510,
     "scrapy.extensions.telnet.TelnetConsole": None,
 }

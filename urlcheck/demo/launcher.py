@@ -192,12 +192,14 @@ class SiteServer(ServerProcess):
         *,
         log_path: Path | None = None,
         min_gap: float | None = None,
+        crawl_delay: float | None = None,
         port: int = 0,
         start_timeout: float = 20.0,
     ) -> None:
         super().__init__(log_path, port, start_timeout)
         self.hosts = tuple(hosts)
         self.min_gap = min_gap
+        self.crawl_delay = crawl_delay
 
     def url(self, host: str, path: str) -> str:
         """``http://<host>:<port><path>``."""
@@ -207,4 +209,6 @@ class SiteServer(ServerProcess):
         arguments = ["--hosts", ",".join(self.hosts)]
         if self.min_gap is not None:
             arguments += ["--min-gap", repr(self.min_gap)]
+        if self.crawl_delay is not None:
+            arguments += ["--crawl-delay", repr(self.crawl_delay)]
         return arguments

@@ -36,6 +36,7 @@ class Exchange:
     port: int  # the local port the request arrived on
     counters: dict[tuple[str, str], int]
     client: str = ""  # IP address of the TCP peer: through a proxy, the proxy's egress address
+    crawl_delay: float | None = None  # what robots.txt asks for (the site's --crawl-delay)
 
     def hit(self) -> int:
         """Count this request against (host, path+query); returns the count including it."""
@@ -174,8 +175,11 @@ async def ok(exchange: Exchange) -> Reply:
 
 @route("/robots.txt")
 async def robots(exchange: Exchange) -> Reply:
-    """robots.txt that disallows /robots-disallowed/ to every user agent (all else allowed)."""
+    """robots.txt that disallows /robots-disallowed/ to every user agent (all else allowed), with
+    the site's Crawl-delay when it has one."""
     text = "User-agent: *\nDisallow: /robots-disallowed/\n"
+    if exchange.crawl_delay is not None:
+        text += f"Crawl-delay: {exchange.crawl_delay:g}\n"
     return Response(200, (("Content-Type", "text/plain"),), text.encode("ascii"))
 
 

@@ -63,6 +63,7 @@ class SiteConfig:
     port: int = 0
     log_path: Path | None = None
     min_gap: float | None = None  # strict mode: reject impolite clients with 429
+    crawl_delay: float | None = None  # robots.txt's Crawl-delay
 
 
 class MinGapRule:
@@ -201,7 +202,8 @@ class _Site:
             return Response(429, (("Content-Type", "text/plain"),), body)
         try:
             client = record["client"].rpartition(":")[0]
-            return await dispatch(Exchange(request, host, port, self.counters, client))
+            exchange = Exchange(request, host, port, self.counters, client, self.config.crawl_delay)
+            return await dispatch(exchange)
         except Exception:
             logger.exception("endpoint failed on %s %s", request.method, request.target)
             return Response(500, (("Content-Type", "text/plain"),), b"500 endpoint failed\n")
@@ -387,6 +389,12 @@ def _parse_args(argv: Sequence[str] | None) -> SiteConfig:
         help="strict mode: answer 429 to requests closer than this to the previous one per host,"
         " or while another to that host is in flight",
     )
+    parser.add_argument(
+        "--crawl-delay",
+        type=float,
+        metavar="SECONDS",
+        help="robots.txt asks every user agent for this Crawl-delay",
+    )
     args = parser.parse_args(argv)
     hosts = tuple(h.strip() for h in args.hosts.split(",") if h.strip())
     if not hosts:
@@ -395,7 +403,9 @@ def _parse_args(argv: Sequence[str] | None) -> SiteConfig:
         parser.error("--port must be between 0 and 65535")
     if args.min_gap is not None and not args.min_gap >= 0:
         parser.error("--min-gap must be a number of seconds >= 0")
-    return SiteConfig(hosts, args.port, args.log, args.min_gap)
+    if args.crawl_delay is not None and not args.crawl_delay > 0:
+        parser.error("--crawl-delay must be a number of seconds > 0")
+    return SiteConfig(hosts, args.port, args.log, args.min_gap, args.crawl_delay)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -109,11 +109,13 @@ class ClusterRuntime:
         )
 
     def delay_for(self, host: str) -> float:
-        """The per-host delay this process would keep (DOWNLOAD_DELAY, raised by AutoThrottle);
-        sent with each completion. Redis raises it to the host's learned pace."""
+        """The per-host delay this process would keep (DOWNLOAD_DELAY, raised by AutoThrottle
+        and by the host's robots.txt Crawl-delay); sent with each completion. Redis raises it to
+        the host's learned pace."""
         engine = self.crawler.engine
         slot = internals.slot_times(engine.downloader, host) if engine is not None else None
-        return max(self.config.delay, slot.delay if slot is not None else 0.0)
+        asked = runtime(self.crawler).backoff.pace.asked(host)
+        return max(self.config.delay, slot.delay if slot is not None else 0.0, asked)
 
     def job_hosts(self) -> dict[str, JobHost] | None:
         """What the whole job met of its hosts, for the coordinator's host report; None when
