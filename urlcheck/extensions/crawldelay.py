@@ -39,7 +39,7 @@ class CrawlDelay:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
-            raise NotConfigured("ROBOTSTXT_OBEY is off: robots.txt is not fetched")
+            raise NotConfigured  # ROBOTSTXT_OBEY is off (the default): no robots.txt to read
         extension = cls(crawler)
         crawler.signals.connect(extension.robots_parsed, signal=signals.robots_parsed)
         return extension
