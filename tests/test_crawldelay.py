@@ -40,8 +40,9 @@ def parsed(crawler: object, body: str) -> ProtegoRobotParser:
 
 
 def test_off_unless_robots_txt_is_obeyed() -> None:
-    with pytest.raises(NotConfigured):
+    with pytest.raises(NotConfigured) as off:
         crawl_delay({"ROBOTSTXT_OBEY": False})
+    assert not off.value.args  # Scrapy warns "Disabled ..." only when there is a message
 
 
 def test_the_delay_asked_of_our_user_agent_is_kept(caplog: pytest.LogCaptureFixture) -> None:
