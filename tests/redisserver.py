@@ -146,11 +146,12 @@ class RedisClusterServers:
     ports joined into one Redis Cluster (masters only, the 16384 slots split evenly), as
     ``redis-cli --cluster create`` makes it. `nodes` are RedisServers; `move_slot` reshards."""
 
-    def __init__(self, folder: Path, size: int = 3) -> None:
+    def __init__(self, folder: Path, size: int = 3, options: Sequence[str] = ()) -> None:
         if shutil.which("redis-cli") is None:
             pytest.skip("redis-cli is not installed")
         self.nodes = [
-            RedisServer(options=_cluster_node(folder / f"nodes-{i}.conf")) for i in range(size)
+            RedisServer(options=(*_cluster_node(folder / f"nodes-{i}.conf"), *options))
+            for i in range(size)
         ]
 
     def __enter__(self) -> RedisClusterServers:
@@ -216,4 +217,9 @@ class RedisClusterServers:
 
 
 def _cluster_node(config_file: Path) -> tuple[str, ...]:
-    return ("--cluster-enabled", "yes", "--cluster-config-file", str(config_file))
+    # Its bus port too below the ephemeral range (the default, port + 10000, is inside it).
+    return (
+        "--cluster-enabled", "yes",
+        "--cluster-config-file", str(config_file),
+        "--cluster-port", str(_free_port()),
+    )  # fmt: skip

@@ -5,6 +5,7 @@ given, and follows the slot when the cluster moves it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -70,3 +71,30 @@ def test_the_store_follows_its_slot_to_another_node(cluster: RedisClusterServers
     pool.release(other, OK)
     pool.release(pool.acquire("a.test"), OK)
     pool.close()
+
+
+def test_when_the_slots_node_dies_the_store_asks_the_node_it_was_given(tmp_path: Path) -> None:
+    """A failover: the slot's node is gone and another serves the slot. The store, refused by
+    the node it had turned to, asks the node of its URL again, whose MOVED names the new one."""
+    # its own cluster: a node is stopped; the others go on serving their slots
+    with RedisClusterServers(tmp_path, options=("--cluster-require-full-coverage", "no")) as cl:
+        meta = key_prefix("failover") + "meta"
+        owner = cl.owner(meta)
+        seed, spare = (node for node in cl.nodes if node is not owner)
+        pool, store = pool_at(seed.url, 1, PoolConfig(), "failover")
+        pool.release(pool.acquire("a.test"), OK)
+        assert store._where == f"127.0.0.1:{owner.port}"
+        cl.move_slot(meta, spare)  # its replica took over, say, with the pool's keys
+        owner.stop()
+        said = []
+        for _ in range(5):
+            try:
+                pool.release(pool.acquire("a.test"), OK)
+                break
+            except StoreUnavailable as exc:
+                said.append(str(exc))
+        assert store._where == f"127.0.0.1:{spare.port}"
+        assert any(f"asking 127.0.0.1:{seed.port} again" in m for m in said), said
+        assert any("now asking that node" in m for m in said), said
+        pool.release(pool.acquire("a.test"), OK)
+        pool.close()

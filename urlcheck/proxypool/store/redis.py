@@ -140,6 +140,11 @@ class RedisStore(PoolStore):
             decode_responses=True,
         )
         self._where = url.rpartition("@")[2]  # no password in messages
+        given = self._client.connection_pool.connection_kwargs
+        # the node given in the URL (None: a Unix socket), and whether the store turned from it
+        # to another node of a Redis Cluster (see `_unavailable`)
+        self._seed = (str(given["host"]), int(given["port"])) if "host" in given else None
+        self._away = False
         self.name = name
         self.server_time = server_time
         self._token = secrets.token_hex(6)  # tells this process's leases from others'
@@ -189,6 +194,7 @@ class RedisStore(PoolStore):
         self._conn: ConnectionInterface | None = None
         self._owed = 0  # answers to `_send` not read yet
         self._unanswered = b""  # CLIENT REPLY SKIP, when the server knows it (see `open`)
+        self._sent_unseen = False  # a `_send` since the last answer on the own connection
 
     def open(self, config: PoolConfig) -> None:
         super().open(config)
@@ -238,10 +244,16 @@ class RedisStore(PoolStore):
     def _unavailable(self, what: str, exc: Exception) -> StoreUnavailable:
         """Redis's failure as the boundary's one error. A MOVED answer says a Redis Cluster
         serves the pool's slot from another node now (resharded, or failed over): the store
-        turns to that node, and the pool retries the call as after an outage."""
+        turns to that node, and the pool retries the call as after an outage. When a node it
+        was turned to stops answering (it failed, and a replica took its slots), the store
+        asks the node it was given again, whose MOVED names the slot's new node."""
         if isinstance(exc, MovedError):
             self._turn_to(exc.host, exc.port)
             return StoreUnavailable(f"proxy store {what}: {exc} (now asking that node)")
+        if self._away and self._seed and isinstance(exc, (ConnectionError, TimeoutError)):
+            host, port = self._seed
+            self._turn_to(host, port)
+            return StoreUnavailable(f"proxy store {what}: {exc} (asking {host}:{port} again)")
         return StoreUnavailable(f"proxy store {what}: {exc}")
 
     def _turn_to(self, host: str, port: int) -> None:
@@ -254,6 +266,7 @@ class RedisStore(PoolStore):
             connection_pool=redis.ConnectionPool(connection_class=pool.connection_class, **options)
         )
         self._where = f"{host}:{port}"
+        self._away = (host, port) != self._seed
 
     def _call(self, *command: str | float) -> Any:
         """One command on this store's own connection, and its answer. The scripts are the hot
@@ -265,10 +278,12 @@ class RedisStore(PoolStore):
             conn = self._send_locked(command)
             try:
                 self._read_owed(conn)
-                return conn.read_response()
+                answer = conn.read_response()
             except (ConnectionError, TimeoutError, OSError):
                 conn.disconnect()  # type: ignore[no-untyped-call]  # the next call reconnects
                 raise
+            self._sent_unseen = False
+            return answer
 
     def _send(self, *command: str | float) -> None:
         """Send a command whose answer nothing waits for (a release): the server runs it now,
@@ -278,8 +293,18 @@ class RedisStore(PoolStore):
         it, the answer is read with the next call's."""
         with self._lock:
             self._send_locked(command, self._unanswered)
+            self._sent_unseen = True
             if not self._unanswered:
                 self._owed += 1
+
+    def _others(self) -> redis.Redis:
+        """The client for the calls off the hot path (MULTI transactions, pipelines), on
+        another connection. A release sent on the store's own connection may not have run
+        yet when a command on another one arrives: a PING on the own one first (one round
+        trip, only after a release) makes sure it has, so a snapshot never counts it."""
+        if self._sent_unseen:
+            self._call("PING")
+        return self._client
 
     def _send_locked(
         self, command: tuple[str | float, ...], before: bytes = b""
@@ -331,7 +356,7 @@ class RedisStore(PoolStore):
     def add_proxy(self, proxy: Proxy) -> tuple[bool, int]:
         k = self._k
         try:
-            with self._client.pipeline(transaction=True) as pipe:
+            with self._others().pipeline(transaction=True) as pipe:
                 pipe.hset(k["proxies"], proxy.id, spec_of(proxy))
                 pipe.hset(k["caps"], proxy.id, cap_of(proxy, self.config))
                 pipe.hsetnx(k["states"], proxy.id, f"{State.HEALTHY.value}\t0")
@@ -349,7 +374,7 @@ class RedisStore(PoolStore):
     def remove_proxy(self, proxy_id: str) -> tuple[bool, int]:
         k = self._k
         try:
-            with self._client.pipeline(transaction=True) as pipe:
+            with self._others().pipeline(transaction=True) as pipe:
                 pipe.hdel(k["proxies"], proxy_id)
                 for part in ("states", "caps", "active"):
                     pipe.hdel(k[part], proxy_id)
@@ -367,7 +392,7 @@ class RedisStore(PoolStore):
     def load(self, now: float) -> Shared:
         k = self._k
         try:
-            with self._client.pipeline(transaction=True) as pipe:
+            with self._others().pipeline(transaction=True) as pipe:
                 pipe.hmget(k["meta"], "gen", "reg")
                 pipe.hgetall(k["states"])
                 pipe.hgetall(k["benches"])
@@ -464,7 +489,7 @@ class RedisStore(PoolStore):
 
     def end_session(self, key: str) -> bool:
         try:
-            with self._client.pipeline(transaction=True) as pipe:
+            with self._others().pipeline(transaction=True) as pipe:
                 pipe.hdel(self._k["sessions"], key)
                 pipe.zrem(self._k["session_exp"], key)
                 self.round_trips += 1
@@ -476,7 +501,7 @@ class RedisStore(PoolStore):
     def usage(self, now: float) -> tuple[int, int]:
         at = repr(now) if not self.server_time else None
         try:
-            with self._client.pipeline(transaction=False) as pipe:
+            with self._others().pipeline(transaction=False) as pipe:
                 if at is None:
                     pipe.time()
                 pipe.zrange(self._k["leases"], 0, -1, withscores=True)
@@ -525,7 +550,7 @@ class RedisStore(PoolStore):
     def end_probe(self, proxy_id: str) -> None:
         try:
             self.round_trips += 1
-            self._client.delete(f"{self._tag}probe:{proxy_id}")
+            self._others().delete(f"{self._tag}probe:{proxy_id}")
         except RedisError as exc:
             raise self._unavailable("end_probe", exc) from exc
 
