@@ -155,6 +155,13 @@ class RedisClusterServers:
         ]
 
     def __enter__(self) -> RedisClusterServers:
+        try:
+            return self._create()
+        except BaseException:
+            self.__exit__()  # no server left behind when the cluster does not come up
+            raise
+
+    def _create(self) -> RedisClusterServers:
         for node in self.nodes:
             node.start()
         addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
