@@ -65,7 +65,8 @@ end
 -- takes a short Retry-After as the pace; `ease_after` clean answers in a row ('ok') ease it back
 -- halfway to the largest delay that drew a 429, or halve it once that 429 is forgotten.
 -- In seconds, with the same arithmetic as pace.py so both give the same delays to the bit.
--- Fields of h:<host>: pace, pbad, pgood, pclean, ppat, pfast. Returns the pace (0: none).
+-- Fields of h:<host>: pace, pbad, pgood, pclean, ppat (the 429s are counted for the job in
+-- `fast`, by set_next). Returns the pace (0: none).
 local PACE_MIN_STEP = 0.3
 local PACE_CONVERGED = 0.2
 local PACE_FORGET_AFTER = 10
@@ -73,16 +74,15 @@ local PACE_FORGET_AFTER = 10
 local function fmt(x) return string.format('%.17g', x) end
 
 local function pace_step(h, event, retry_after, floor, maximum, ease_after)
-  local f = redis.call('HMGET', h, 'pace', 'pbad', 'pgood', 'pclean', 'ppat', 'pfast')
+  local f = redis.call('HMGET', h, 'pace', 'pbad', 'pgood', 'pclean', 'ppat')
   local d = tonumber(f[1])
   if event ~= 'fast' and event ~= 'ok' then return d or 0 end
   if event == 'ok' and (d == nil or d <= floor) then return d or 0 end
   maximum = math.max(maximum, floor)
   local bad, good = tonumber(f[2]), tonumber(f[3])
-  local clean, patience, fast = num(f[4]), num(f[5]), num(f[6])
+  local clean, patience = num(f[4]), num(f[5])
   if event == 'fast' then
     d = d or floor
-    fast = fast + 1
     clean, patience = 0, 0
     bad = math.max(bad or 0, d)
     local new
@@ -109,7 +109,7 @@ local function pace_step(h, event, retry_after, floor, maximum, ease_after)
       end
     end
   end
-  redis.call('HSET', h, 'pace', fmt(d), 'pclean', clean, 'ppat', patience, 'pfast', fast)
+  redis.call('HSET', h, 'pace', fmt(d), 'pclean', clean, 'ppat', patience)
   if bad ~= nil then redis.call('HSET', h, 'pbad', fmt(bad)) else redis.call('HDEL', h, 'pbad') end
   if good ~= nil then redis.call('HSET', h, 'pgood', fmt(good)) end
   return d
