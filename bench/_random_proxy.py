@@ -2,7 +2,7 @@
 
 It replaces urlcheck's ProxyPoolMiddleware (same priority, 580) and does everything else the
 same way, so that the bench measures the choice of proxy and nothing else: the same captcha and
-block detection (urlcheck.detection), the same retry through another (random) proxy with
+block detection (urlcheck.check.detection), the same retry through another (random) proxy with
 Scrapy's get_retry_request and URLCHECK_PROXY_BLOCK_RETRIES, and the same m.BLOCKED mark
 when it gives up, from which the spider records ``error: "blocked"``.
 
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Self
 from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.exceptions import NotConfigured
 
-from urlcheck import meta as m
-from urlcheck.detection import detect, header_map
-from urlcheck.proxyconfig import ProxySettings
+from urlcheck.check.detection import detect, header_map
+from urlcheck.config.proxies import ProxySettings
+from urlcheck.crawl import meta as m
 
 if TYPE_CHECKING:
     from scrapy import Request

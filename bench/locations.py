@@ -2,7 +2,7 @@
 
 Prints:
   1. agreement with the WHATWG URL Standard on its conformance cases that a redirect can meet
-     (tests/whatwg_cases.py: http(s) base, http(s) or failing result, fragments ignored);
+     (tests/check/whatwg_cases.py: http(s) base, http(s) or failing result, fragments ignored);
   2. cost per call of resolve_location() and normalise_input() on typical values, in µs and as
      a ratio to urllib.parse.urljoin() timed in the same run;
   3. with --crawl: URLs/s with politeness relaxed by settings, the figure 5b of
@@ -29,8 +29,8 @@ from urllib.parse import urljoin
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.whatwg_cases import CASES  # noqa: E402
-from urlcheck.urls import InvalidURL, normalise_input, resolve_location  # noqa: E402
+from tests.check.whatwg_cases import CASES  # noqa: E402
+from urlcheck.check.urls import InvalidURL, normalise_input, resolve_location  # noqa: E402
 
 _C0_SPACE = "".join(map(chr, range(0x21)))
 

@@ -1,7 +1,7 @@
 """Report benchmark (issue 13): a report and a diff of a 1,000,000-row results file.
 
 Generates a results.jsonl in the pipeline's exact format (lines from
-:func:`urlcheck.results.build_result`) over 2,000 hosts with a realistic mix: direct 200s,
+:func:`urlcheck.check.result.build_result`) over 2,000 hosts with a realistic mix: direct 200s,
 301 chains that pass, 302s that fail, 404s, network errors, loops, unavailable hosts. Then runs
 the real commands in subprocesses, sampling VmRSS every 0.1 s:
 
@@ -32,8 +32,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench._proc import RssSampler  # noqa: E402
-from urlcheck.results import Result, RowTask, build_result, hop  # noqa: E402
-from urlcheck.verdict import VerdictRules  # noqa: E402
+from urlcheck.check.hops import RowTask, hop  # noqa: E402
+from urlcheck.check.result import Result, build_result  # noqa: E402
+from urlcheck.check.verdict import VerdictRules  # noqa: E402
 
 MAX_RATIO = {"report": 3.0, "diff": 5.0}
 MAX_RSS_MIB = 150.0

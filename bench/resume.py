@@ -2,7 +2,7 @@
 
 Builds a job the size the issue names: a 1,000,000-row CSV over 50 hosts (127.0.0.10 to
 127.0.0.59, all served by one demo site), a results.jsonl with rows 1..900,000 already done
-(lines in the results pipeline's exact format, made from :func:`urlcheck.results.build_result`
+(lines in the results pipeline's exact format, made from :func:`urlcheck.check.result.build_result`
 templates), the job's own copy of the CSV (``input.csv``, as every job keeps one), and a
 meta.json in state ``paused`` holding the CSV's sha256 and the results' size. It then resumes
 the job with the real command in a subprocess:
@@ -33,12 +33,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench._proc import RssSampler  # noqa: E402
+from urlcheck.check.hops import RowTask, hop  # noqa: E402
+from urlcheck.check.result import build_result  # noqa: E402
+from urlcheck.check.verdict import VerdictRules  # noqa: E402
 from urlcheck.demo.launcher import SiteServer  # noqa: E402
 from urlcheck.jobs.counts import Counts  # noqa: E402
 from urlcheck.jobs.done import scan_results  # noqa: E402
 from urlcheck.jobs.files import INPUT_COPY, JobMeta, JobState, sha256_file, utc_iso  # noqa: E402
-from urlcheck.results import RowTask, build_result, hop  # noqa: E402
-from urlcheck.verdict import VerdictRules  # noqa: E402
 
 HOSTS = [f"127.0.0.{i}" for i in range(10, 60)]
 FIRST_REQUEST_TARGET = 10.0  # seconds

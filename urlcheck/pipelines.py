@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, BinaryIO, Self
 
 from scrapy.exceptions import NotConfigured
 
-from urlcheck.results import Result
-from urlcheck.runtime import runtime
+from urlcheck.check.result import Result
+from urlcheck.crawl.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -2,7 +2,7 @@
 
 Every default here is a promise to the sites we check: see docs/politeness.md. Each can be
 overridden per run with ``-s NAME=VALUE``. urlcheck's own settings (``URLCHECK_*``) are parsed
-once, validated, into typed configs (:mod:`urlcheck.config`); their defaults live there.
+once, validated, into typed configs (:mod:`urlcheck.config.crawlconfig`); their defaults live there.
 """
 
 BOT_NAME = "urlcheck"
@@ -22,10 +22,10 @@ AUTOTHROTTLE_START_DELAY = 0.3
 AUTOTHROTTLE_MAX_DELAY = 60
 AUTOTHROTTLE_TARGET_CONCURRENCY = 1.0
 # Pops a host only when it is idle, past its delay and not backing off (no head-of-line blocking).
-SCHEDULER_PRIORITY_QUEUE = "urlcheck.scheduling.PoliteHostQueue"
+SCHEDULER_PRIORITY_QUEUE = "urlcheck.crawl.scheduling.PoliteHostQueue"
 # results.jsonl is the job's source of truth; Scrapy's pickled queue and requests.seen are not
 # crash-safe (docs/jobs.md), so the scheduler keeps its (small, lazily fed) queue in memory.
-SCHEDULER = "urlcheck.scheduling.MemoryScheduler"
+SCHEDULER = "urlcheck.crawl.scheduling.MemoryScheduler"
 DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"  # chains detect their own loops
 
 # --- What reaches the spider ---------------------------------------------------------------------
@@ -63,8 +63,8 @@ ROBOTSTXT_OBEY = False
 # The address guard (docs/security.md): what a hop may connect to is judged on the address
 # actually connected to, so the HTTP handler itself checks it.
 DOWNLOAD_HANDLERS = {
-    "http": "urlcheck.downloadhandler.GuardedHTTPDownloadHandler",
-    "https": "urlcheck.downloadhandler.GuardedHTTPDownloadHandler",
+    "http": "urlcheck.crawl.downloadhandler.GuardedHTTPDownloadHandler",
+    "https": "urlcheck.crawl.downloadhandler.GuardedHTTPDownloadHandler",
 }
 
 DOWNLOADER_MIDDLEWARES = {
@@ -106,9 +106,9 @@ EXTENSIONS = {
 # --- Feed exports (-o results.csv): flat columns, the chain in one readable cell -----------------
 # -o report.md:markdown and -o junit.xml:junit: a summary with the failing rows, and a CI artefact.
 FEED_EXPORTERS = {
-    "csv": "urlcheck.exporters.SafeCsvItemExporter",
-    "markdown": "urlcheck.exporters.MarkdownItemExporter",
-    "junit": "urlcheck.exporters.JUnitItemExporter",
+    "csv": "urlcheck.crawl.exporters.SafeCsvItemExporter",
+    "markdown": "urlcheck.crawl.exporters.MarkdownItemExporter",
+    "junit": "urlcheck.crawl.exporters.JUnitItemExporter",
 }
 FEED_EXPORT_ENCODING = "utf-8"
 

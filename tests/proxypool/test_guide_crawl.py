@@ -14,11 +14,11 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests.conftest import FAST, crawl, project_settings, write_csv
 from tests.sitefixture import ProxyServer, SiteServer, running_proxies, unused_port
-from urlcheck.errors import classify_exception
+from urlcheck.crawl.failures import classify_exception
+from urlcheck.crawl.runtime import runtime
 from urlcheck.middlewares.proxy import error_kind
 from urlcheck.proxypool import ErrorKind, State
 from urlcheck.proxypool.events import Event, Transition
-from urlcheck.runtime import runtime
 
 pytestmark = pytest.mark.crawl
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
-from urlcheck.config import ConfigError
-from urlcheck.proxyconfig import ProxySettings
+from urlcheck.config.crawlconfig import ConfigError
+from urlcheck.config.proxies import ProxySettings
 
 PROXIES = {"URLCHECK_PROXIES": ["http://127.0.0.20:3128"]}
 

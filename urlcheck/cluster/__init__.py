@@ -3,7 +3,9 @@
 A per-host frontier in Redis (Lua scripts timed by Redis's TIME) leases each host to one
 process at a time and holds the per-host delay and back-off across all of them; results are
 committed once in Redis and written to results.jsonl by the job's coordinator alone.
-Scrapy-free: the Scrapy side is :mod:`urlcheck.cluster.scrapy` (scheduler, pipeline, extension).
+The Scrapy side is :mod:`urlcheck.cluster.crawl` (scheduler, pipeline, extension); every other
+module of this package MUST NOT import Scrapy, Twisted, or the adapters (``crawl``, ``spiders``,
+``middlewares``, ``extensions``, ``commands``, ``config.crawlconfig``).
 """
 
 from urlcheck.cluster.collector import ResultCollector

@@ -19,7 +19,7 @@ from urlcheck.cluster.job import ClusterJob, ClusterStatus, coordinator_beat, de
 from urlcheck.cluster.pools import clean_own_pool
 
 if TYPE_CHECKING:
-    from scrapy.settings import BaseSettings
+    from urlcheck.config.reader import Settings
 
 CLUSTER_FILE = "cluster.json"
 # A running process renews every 5 s by default; this long without a word, it is reported silent.
@@ -135,7 +135,7 @@ def ensure_sole_coordinator(job: ClusterJob, place: str, *, fresh: float) -> Non
 
 
 def check_coordinator(
-    settings: BaseSettings, spider_args: Mapping[str, str], jobdir: str | Path | None
+    settings: Settings, spider_args: Mapping[str, str], jobdir: str | Path | None
 ) -> None:
     """Preflight of a coordinator (``-a csv`` with ``REDIS_URL``): ClusterError when the job
     already has a live coordinator elsewhere. An unreachable Redis is not an error here: the

@@ -1,5 +1,5 @@
 """The host circuit's store in the job's Redis: a host given up on by one process is given up on
-by every process of the job, with the same evidence (:mod:`urlcheck.circuit` is the rule).
+by every process of the job, with the same evidence (the rule: :mod:`urlcheck.politeness.circuit`).
 
 Keys (under the job's hash tag): ``strikes`` (host -> rows in a row that exhausted their tries)
 and ``down`` (host -> ``"<since ms>|<evidence json>"``, since on Redis's clock). A claim hands
@@ -18,8 +18,8 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from urlcheck.circuit import Strike, Unavailable
 from urlcheck.cluster.errors import ClusterError
+from urlcheck.politeness.circuit import Strike, Unavailable
 
 if TYPE_CHECKING:
     from urlcheck.cluster.frontier import Frontier, Lease

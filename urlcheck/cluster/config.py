@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.cluster.keys import check_job_name
-from urlcheck.settingsreader import ConfigError, SettingsReader
+from urlcheck.config.reader import ConfigError, SettingsReader
 
 if TYPE_CHECKING:
-    from scrapy.settings import BaseSettings
+    from urlcheck.config.reader import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +30,7 @@ class ClusterConfig:
     delay: float = 0.3  # DOWNLOAD_DELAY: the per-host floor in Redis too
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings) -> ClusterConfig | None:
+    def from_settings(cls, settings: Settings) -> ClusterConfig | None:
         """None when ``REDIS_URL`` is not set: one process, exactly as without this module."""
         read = SettingsReader(settings)
         url = read.text("REDIS_URL", "").strip()
@@ -64,7 +64,7 @@ class ClusterConfig:
         return 2 * self.renew_interval
 
 
-def redis_params(settings: BaseSettings) -> dict[str, Any]:
+def redis_params(settings: Settings) -> dict[str, Any]:
     """``REDIS_PARAMS``: options for every client of the job's Redis (the job's own and, when it
     lives there, the proxy pool's)."""
     try:
@@ -75,7 +75,7 @@ def redis_params(settings: BaseSettings) -> dict[str, Any]:
         raise ConfigError(f"setting REDIS_PARAMS: expected a dict, got a {kind}") from None
 
 
-def check_cluster(settings: BaseSettings, spider_args: Mapping[str, str]) -> ClusterConfig | None:
+def check_cluster(settings: Settings, spider_args: Mapping[str, str]) -> ClusterConfig | None:
     """The distributed-mode part of ``scrapy crawl check``'s preflight; raises ConfigError."""
     config = ClusterConfig.from_settings(settings)
     job = spider_args.get("job")

@@ -23,8 +23,8 @@ from urlcheck.cluster.task import Task, decode_entry, encode_entry
 if TYPE_CHECKING:
     import redis
 
-    from urlcheck.circuit import Unavailable
     from urlcheck.cluster.workers import WorkerInfo
+    from urlcheck.politeness.circuit import Unavailable
 
 # Expired leases reaped per claim: bounds the script's run time after a mass failure.
 REAP_LIMIT = 16
@@ -106,7 +106,7 @@ class JobHost:
 
 @dataclass(frozen=True, slots=True)
 class PaceRule:
-    """The learned pace's settings (urlcheck/pace.py), applied in Redis with each answer."""
+    """The learned pace's settings (politeness/pace.py), applied in Redis with each answer."""
 
     floor: float = 0.3
     maximum: float = 10.0

@@ -32,7 +32,7 @@ class Task:
     retry_times: int = 0  # tries of this hop so far (Scrapy's ``retry_times``)
     retry_after: float | None = None
     # An earlier hop was answered from a public address: private space is out of bounds now
-    # (urlcheck.addressguard); a worker must not lose that on the way.
+    # (urlcheck.check.addressguard); a worker must not lose that on the way.
     after_public: bool = False
 
 

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
+from urlcheck.crawl.preflight import PreflightError, preflight
+from urlcheck.crawl.runtime import runtime
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
 from urlcheck.jobs.files import JobMeta
-from urlcheck.preflight import PreflightError, preflight
-from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
     import argparse

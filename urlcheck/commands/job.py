@@ -27,6 +27,7 @@ from scrapy.exceptions import UsageError
 from urlcheck.cluster.admin import clean, cluster_control, cluster_status
 from urlcheck.cluster.config import redis_params
 from urlcheck.cluster.errors import ClusterError
+from urlcheck.config.reader import ConfigError
 from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import (
@@ -40,7 +41,6 @@ from urlcheck.jobs.lock import JobLock, lock_holder
 from urlcheck.jobs.place import default_jobdir
 from urlcheck.jobs.status import catch_up, derive_status, format_status
 from urlcheck.jobs.supervise import SuperviseConfig, Supervisor
-from urlcheck.settingsreader import ConfigError
 
 if TYPE_CHECKING:
     import argparse

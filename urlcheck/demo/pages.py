@@ -1,8 +1,9 @@
 """Realistic captcha, challenge and block pages, as anti-bot vendors serve them.
 
-One place for the pages that `urlcheck.detection` must recognise: the demo site answers them
-(``/captcha/<name>``, ``/by-client``) and tests/test_detection.py checks each one. The bodies are
-files, ``data/pages/<name>.html`` (open one in a browser); this module says how each is served.
+One place for the pages that `urlcheck.check.detection` must recognise: the demo site answers them
+(``/captcha/<name>``, ``/by-client``) and tests/check/test_detection.py checks each one. The
+bodies are files, ``data/pages/<name>.html`` (open one in a browser); this module says how each is
+served.
 They are shortened copies of the real pages' structure: the titles, element ids, script sources
 and headers that identify them are the real ones; ids, keys, rays and addresses are made up
 (addresses from the 203.0.113.0/24 documentation range).
@@ -22,7 +23,7 @@ _BODIES = files("urlcheck.demo") / "data" / "pages"
 
 @dataclass(frozen=True, slots=True)
 class DemoPage:
-    """A response to serve, and what `urlcheck.detection.detect` should say about it."""
+    """A response to serve, and what `urlcheck.check.detection.detect` should say about it."""
 
     status: int
     headers: tuple[tuple[str, str], ...]

@@ -5,8 +5,8 @@ host's least delay between requests for the rest of the run (at most ``URLCHECK_
 It reads the parser Scrapy hands to its ``robots_parsed`` signal (``RobotParser.crawl_delay``,
 Scrapy 2.18+). The host's download slot gets the delay at once, so the request that waited for
 robots.txt keeps it too, as AutoThrottle sets a slot's delay; the learned pace
-(:mod:`urlcheck.pace`) keeps it after Scrapy drops the idle slot, and in distributed mode each
-completion sends it to the job's Redis with the process's delay.
+(:mod:`urlcheck.politeness.pace`) keeps it after Scrapy drops the idle slot, and in distributed
+mode each completion sends it to the job's Redis with the process's delay.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Self
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from urlcheck import scrapyinternals as internals
-from urlcheck.runtime import runtime
+from urlcheck.crawl import internals
+from urlcheck.crawl.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import signals
 
-from urlcheck.runtime import runtime
+from urlcheck.crawl.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from urlcheck.backoff import HostBackoff
-    from urlcheck.circuit import Unavailable
     from urlcheck.cluster.frontier import JobHost
+    from urlcheck.politeness.backoff import HostBackoff
+    from urlcheck.politeness.circuit import Unavailable
 
 logger = logging.getLogger(__name__)
 

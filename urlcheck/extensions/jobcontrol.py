@@ -1,9 +1,9 @@
 """JobControl: keeps meta.json current during a crawl and obeys control.json.
 
 Driven by the :class:`~urlcheck.jobs.context.JobContext` the spider sets on the crawl's runtime
-(:mod:`urlcheck.runtime`) before its first request. Every ``URLCHECK_JOB_POLL_INTERVAL`` seconds
-it reads control.json and acts on a new ``seq``: pause (the engine stops taking requests from the
-scheduler; requests in flight finish), resume, or cancel (the spider closes with reason
+(:mod:`urlcheck.crawl.runtime`) before its first request. Every ``URLCHECK_JOB_POLL_INTERVAL``
+seconds it reads control.json and acts on a new ``seq``: pause (the engine stops taking requests
+from the scheduler; requests in flight finish), resume, or cancel (the spider closes with reason
 ``cancelled``). It writes meta.json when the run opens, on every state change, as a heartbeat
 while there is activity or back-off, and when the spider closes. Reference: docs/jobs.md.
 """
@@ -21,7 +21,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
-from urlcheck import scrapyinternals as internals
+from urlcheck.crawl import internals
+from urlcheck.crawl.runtime import runtime
 from urlcheck.jobs.done import read_tail
 from urlcheck.jobs.errors import JobError
 from urlcheck.jobs.files import (
@@ -33,7 +34,6 @@ from urlcheck.jobs.files import (
     utc_iso,
 )
 from urlcheck.jobs.progress import Heartbeat, RunRate
-from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
     from urlcheck.clock import Clock
-    from urlcheck.config import JobControlConfig
+    from urlcheck.config.crawlconfig import JobControlConfig
     from urlcheck.jobs.context import JobContext
 
 logger = logging.getLogger(__name__)

@@ -21,9 +21,9 @@ from urllib.parse import urlparse
 from scrapy import signals
 from scrapy.extensions.feedexport import FeedExporter
 
+from urlcheck.check.result import Result
+from urlcheck.crawl.runtime import runtime
 from urlcheck.jobs.done import row_offsets
-from urlcheck.results import Result
-from urlcheck.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy import Spider

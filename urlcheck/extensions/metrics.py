@@ -28,11 +28,11 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
+from urlcheck.check.result import Result
+from urlcheck.crawl.runtime import Runtime, runtime
 from urlcheck.jobs.counts import status_class
 from urlcheck.middlewares.proxy import proxy_acquired, proxy_released
 from urlcheck.proxypool.health import State
-from urlcheck.results import Result
-from urlcheck.runtime import Runtime, runtime
 
 if TYPE_CHECKING:
     import threading
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from scrapy.utils.asyncio import AsyncioLoopingCall
     from twisted.internet.task import LoopingCall
 
-    from urlcheck.config import MetricsConfig
+    from urlcheck.config.crawlconfig import MetricsConfig
     from urlcheck.proxypool import ProxyPool
 
 logger = logging.getLogger(__name__)

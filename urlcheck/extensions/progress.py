@@ -16,11 +16,11 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
-from urlcheck import scrapyinternals as internals
+from urlcheck.check.result import Result
+from urlcheck.crawl import internals
+from urlcheck.crawl.runtime import Runtime, runtime
 from urlcheck.extensions.jobcontrol import job_paused, job_resumed
 from urlcheck.jobs.progress import RunRate, format_progress
-from urlcheck.results import Result
-from urlcheck.runtime import Runtime, runtime
 
 if TYPE_CHECKING:
     from collections.abc import Callable

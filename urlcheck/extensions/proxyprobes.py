@@ -22,10 +22,10 @@ from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
-from urlcheck import meta as m
+from urlcheck.check.urls import host_key
+from urlcheck.crawl import meta as m
+from urlcheck.crawl.runtime import runtime
 from urlcheck.proxypool import StoreUnavailable
-from urlcheck.runtime import runtime
-from urlcheck.urls import host_key
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

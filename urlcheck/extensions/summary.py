@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Self
 
 from scrapy import signals
 
+from urlcheck.check.result import Result
 from urlcheck.jobs.counts import status_class
-from urlcheck.results import Result
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -50,7 +50,7 @@ class Summary:
             inc(f"urlcheck/verdict/{item.verdict}")
             for reason in item.reasons:
                 inc(f"urlcheck/reason/{reason}")
-        for warning in item.warnings:  # each once per row (urlcheck.results.hop_warnings)
+        for warning in item.warnings:  # each once per row (urlcheck.check.result.hop_warnings)
             inc(f"urlcheck/warning/{warning}")
 
     def spider_closed(self, reason: str) -> None:

@@ -1,7 +1,8 @@
 """The job machinery: a JOBDIR that survives Ctrl-C, crashes and cron (docs/jobs.md).
 
-Scrapy-free: the Scrapy side is :mod:`urlcheck.extensions.jobcontrol` and
-:mod:`urlcheck.commands.job`.
+The Scrapy side is :mod:`urlcheck.extensions.jobcontrol` and :mod:`urlcheck.commands.job`.
+This package MUST NOT import Scrapy, Twisted, or the adapters (``crawl``, ``spiders``,
+``middlewares``, ``extensions``, ``commands``, ``config.crawlconfig``).
 """
 
 from urlcheck.jobs.context import JobContext

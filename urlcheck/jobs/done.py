@@ -4,8 +4,8 @@ Scrapy's request queue and ``requests.seen`` are not crash-safe (a SIGKILL lost 
 the measurements behind docs/jobs.md), so a resumed job reads its results file instead and
 repairs what a crash can leave behind: a torn last line. It must stay cheap for a
 1,000,000-row job: rows are a bitmap (125 KB per million rows) and lines are read with a bytes
-regex that :mod:`urlcheck.results` keys on the record's field order, never ``json.loads`` for every
-line.
+regex that :mod:`urlcheck.check.result` keys on the record's field order, never ``json.loads``
+for every line.
 """
 
 from __future__ import annotations
@@ -19,16 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from urlcheck.check.result import FINAL_STATUS_RE, LINE_END, ROW_KEY, ROW_RE, VERDICT_RE, read_key
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.files import fsync_dir
-from urlcheck.results import (
-    FINAL_STATUS_RE,
-    LINE_END,
-    ROW_KEY,
-    ROW_RE,
-    VERDICT_RE,
-    read_key,
-)
 
 logger = logging.getLogger(__name__)
 

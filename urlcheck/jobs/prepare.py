@@ -163,7 +163,7 @@ def free_name(path: Path, stamp: str) -> Path:
     return candidate
 
 
-_free_name = free_name  # the name urlcheck.resultsfile first imported
+_free_name = free_name  # the name urlcheck.jobs.resultsfile first imported
 
 
 def archive_run(jobdir: Path, results_path: Path, meta: JobMeta, now: float) -> list[Path]:

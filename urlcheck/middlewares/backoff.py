@@ -1,10 +1,12 @@
-"""Per-host back-off on 429/503, as a downloader middleware (policy in :mod:`urlcheck.backoff`),
-and the learned pace: a 429 also raises that host's delay (:mod:`urlcheck.pace`).
+"""Per-host back-off on 429/503, as a downloader middleware (policy in
+:mod:`urlcheck.politeness.backoff`), and the learned pace: a 429 also raises that host's delay
+(:mod:`urlcheck.politeness.pace`).
 
 It runs before Scrapy's RetryMiddleware in the response chain (priority 560 > 550) and turns a
-429/503 into (1) a pause of that host alone, which :class:`urlcheck.scheduling.PoliteHostQueue`
-honours without holding any of the global places, and (2) a retry built by Scrapy's own
-``get_retry_request``. After the last retry the response goes to the spider as the row's answer.
+429/503 into (1) a pause of that host alone, which
+:class:`urlcheck.crawl.scheduling.PoliteHostQueue` honours without holding any of the global places,
+and (2) a retry built by Scrapy's own ``get_retry_request``. After the last retry the response goes
+to the spider as the row's answer.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.httpobj import urlparse_cached
 
-from urlcheck import meta as m
-from urlcheck.backoff import HostBackoff, parse_retry_after
-from urlcheck.runtime import runtime
+from urlcheck.crawl import meta as m
+from urlcheck.crawl.runtime import runtime
+from urlcheck.politeness.backoff import HostBackoff, parse_retry_after
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Self
 from scrapy import signals
 from scrapy.exceptions import StopDownload
 
-from urlcheck import meta as m
-from urlcheck.runtime import runtime
+from urlcheck.crawl import meta as m
+from urlcheck.crawl.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy import Request

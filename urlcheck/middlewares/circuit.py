@@ -1,4 +1,4 @@
-"""The per-host circuit (:mod:`urlcheck.circuit`) as a downloader middleware.
+"""The per-host circuit (:mod:`urlcheck.politeness.circuit`) as a downloader middleware.
 
 It sits below Scrapy's RetryMiddleware (540 < 550) and the back-off (560), so it sees each
 request's *last* outcome only: a 429/503 the back-off gave up on, a network error Scrapy's
@@ -14,18 +14,18 @@ from typing import TYPE_CHECKING, Self
 
 from scrapy.exceptions import NotConfigured
 
-from urlcheck import meta as m
-from urlcheck.circuit import HostUnavailableError, Strike
-from urlcheck.errors import classify_exception
+from urlcheck.crawl import meta as m
+from urlcheck.crawl.failures import classify_exception
+from urlcheck.crawl.runtime import runtime
 from urlcheck.middlewares.backoff import host_of
-from urlcheck.runtime import runtime
+from urlcheck.politeness.circuit import HostUnavailableError, Strike
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
-    from urlcheck.backoff import HostBackoff
+    from urlcheck.politeness.backoff import HostBackoff
 
 logger = logging.getLogger(__name__)
 

@@ -27,10 +27,12 @@ from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
-from urlcheck import meta as m
+from urlcheck.check.detection import Detection, detect, header_map
 from urlcheck.cluster.pools import record_user
-from urlcheck.detection import Detection, detect, header_map
-from urlcheck.errors import classify_exception
+from urlcheck.config.reader import ConfigError
+from urlcheck.crawl import meta as m
+from urlcheck.crawl.failures import classify_exception
+from urlcheck.crawl.runtime import runtime
 from urlcheck.proxypool import (
     ErrorKind,
     Lease,
@@ -49,8 +51,6 @@ from urlcheck.proxypool.events import (
     Transition,
 )
 from urlcheck.proxypool.outage import Outage
-from urlcheck.runtime import runtime
-from urlcheck.settingsreader import ConfigError
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.statscollectors import StatsCollector
 
-    from urlcheck.proxyconfig import ProxySettings
+    from urlcheck.config.proxies import ProxySettings
 
 logger = logging.getLogger(__name__)
 
@@ -284,7 +284,7 @@ class ProxyPoolMiddleware:
 _TUNNEL_STATUS = re.compile(r"CONNECT tunnel with proxy .*'status': (\d+)")
 _GATEWAY_STATUSES = frozenset({502, 503, 504})  # the proxy could not reach the site
 # Error kinds of requests refused before the proxy was contacted (the address guard judges a
-# literal address before connecting to the proxy, urlcheck.downloadhandler).
+# literal address before connecting to the proxy, urlcheck.crawl.downloadhandler).
 _NOT_SENT = frozenset({"blocked_address"})
 
 

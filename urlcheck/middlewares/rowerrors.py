@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Self
 
-from urlcheck.runtime import runtime
+from urlcheck.crawl.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -2,6 +2,8 @@
 
 The surface: `ProxyPool` (`acquire`, `release`, `add`, `remove`, `due_probes`, `report_probe`,
 `snapshot`), `Proxy`, `Outcome` and `ErrorKind`, `PoolConfig`. See docs/proxypool.md.
+This package MUST NOT import Scrapy, Twisted, or the adapters (``crawl``, ``spiders``,
+``middlewares``, ``extensions``, ``commands``, ``config.crawlconfig``).
 """
 
 from .clock import Clock, ManualClock, system_clock

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
+from urlcheck.check.urls import host_key
 from urlcheck.jobs.counts import STATUS_CLASSES, VERDICTS, status_class
 from urlcheck.reports.source import HostInfo
-from urlcheck.urls import host_key
 
 CHAIN_BUCKETS = 10  # chain lengths 0..9 hops, then "10+"
 UNAVAILABLE = "host_unavailable"  # the error kind of rows given up on a host that is down

@@ -9,9 +9,9 @@ import tempfile
 from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
+from urlcheck.check.urls import host_key
 from urlcheck.reports.aggregate import failed_checks
 from urlcheck.reports.chaintext import chain_text
-from urlcheck.urls import host_key
 
 # XML 1.0 has no way to write these, not even escaped.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

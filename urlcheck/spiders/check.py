@@ -1,6 +1,6 @@
 """The ``check`` spider: CSV rows in, one result per row out, every redirect hop its own request.
 
-An adapter between Scrapy and :mod:`urlcheck.chain`: Scrapy never follows a redirect here
+An adapter between Scrapy and :mod:`urlcheck.check.chain`: Scrapy never follows a redirect here
 (REDIRECT_ENABLED is off and every status reaches the callback); the spider hands each answer
 to the chain rules and requests each Location itself, so each hop is scheduled in its *own*
 host's download slot and obeys that host's politeness. (Scrapy's RedirectMiddleware copies
@@ -20,22 +20,23 @@ from scrapy import Request, Spider, signals
 from scrapy.exceptions import CloseSpider
 from scrapy.http import TextResponse
 
-from urlcheck import meta as m
-from urlcheck import scrapyinternals as internals
-from urlcheck.addressguard import is_public
-from urlcheck.chain import Answer, ChainRules, Finish, Step, too_long
+from urlcheck.check.addressguard import is_public
+from urlcheck.check.chain import Answer, ChainRules, Finish, Step, too_long
+from urlcheck.check.hops import Hop, RowTask, hop
+from urlcheck.check.ledger import RowLedger
+from urlcheck.check.result import Result, build_result
+from urlcheck.check.urls import InvalidURL, host_key, normalise_input, without_userinfo
+from urlcheck.check.verdict import VerdictRules
 from urlcheck.cluster.crawl.runtime import ClusterRuntime
-from urlcheck.config import resolve_user_agent
-from urlcheck.csvinput import CsvSource, InputError, Record
-from urlcheck.errors import classify_failure
-from urlcheck.feeder import HostFeeder
+from urlcheck.config.crawlconfig import resolve_user_agent
+from urlcheck.crawl import internals
+from urlcheck.crawl import meta as m
+from urlcheck.crawl.failures import classify_failure
+from urlcheck.crawl.runtime import Runtime, runtime
+from urlcheck.input.csvfile import CsvSource, InputError, Record
+from urlcheck.input.feeder import HostFeeder
 from urlcheck.jobs.errors import JobError
-from urlcheck.ledger import RowLedger
-from urlcheck.results import Hop, Result, RowTask, build_result, hop
-from urlcheck.resultsfile import plan_results
-from urlcheck.runtime import Runtime, runtime
-from urlcheck.urls import InvalidURL, host_key, normalise_input, without_userinfo
-from urlcheck.verdict import VerdictRules
+from urlcheck.jobs.resultsfile import plan_results
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
-    from urlcheck.circuit import Unavailable
+    from urlcheck.politeness.circuit import Unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ class CheckSpider(Spider):
     chain_rules: ChainRules
     rules: VerdictRules
     # Rows fed, their latest request while open, and rows whose line was written: no row may
-    # end without a line, whatever drops its request (urlcheck.ledger).
+    # end without a line, whatever drops its request (urlcheck.check.ledger).
     ledger: RowLedger[Request]
 
     # --- feeding rows ----------------------------------------------------------------------------

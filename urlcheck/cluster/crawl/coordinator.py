@@ -28,17 +28,17 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
-from urlcheck import scrapyinternals as internals
+from urlcheck.check.result import Result
+from urlcheck.check.urls import host_key
 from urlcheck.cluster.admin import CLUSTER_FILE, coordinator_place
 from urlcheck.cluster.collector import ResultCollector
 from urlcheck.cluster.crawl.runtime import ClusterRuntime, redacted
 from urlcheck.cluster.crawl.tasks import task_from_row
 from urlcheck.cluster.errors import ClusterError
+from urlcheck.crawl import internals
+from urlcheck.crawl.runtime import runtime
 from urlcheck.extensions.jobcontrol import job_paused, job_resumed
 from urlcheck.jobs.files import atomic_write_json
-from urlcheck.results import Result
-from urlcheck.runtime import runtime
-from urlcheck.urls import host_key
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from twisted.internet.task import LoopingCall
 
     from urlcheck.cluster.task import Task
-    from urlcheck.csvinput import CsvSource
-    from urlcheck.feeder import HostFeeder, RowRef
+    from urlcheck.input.csvfile import CsvSource
+    from urlcheck.input.feeder import HostFeeder, RowRef
     from urlcheck.spiders.check import CheckSpider
 
 logger = logging.getLogger(__name__)

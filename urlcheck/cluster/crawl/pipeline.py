@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, Self
 
 from scrapy.exceptions import DropItem, NotConfigured
 
+from urlcheck.check.result import Result
 from urlcheck.cluster.crawl.runtime import ClusterRuntime
 from urlcheck.cluster.errors import ClusterError
-from urlcheck.results import Result
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

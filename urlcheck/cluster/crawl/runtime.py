@@ -10,7 +10,6 @@ import socket
 import time
 from typing import TYPE_CHECKING
 
-from urlcheck import scrapyinternals as internals
 from urlcheck.cluster.circuit import RedisCircuitStore
 from urlcheck.cluster.connection import connect
 from urlcheck.cluster.errors import ClusterError
@@ -19,8 +18,9 @@ from urlcheck.cluster.job import ClusterJob
 from urlcheck.cluster.leases import LeaseBook
 from urlcheck.cluster.scripts import Breaker
 from urlcheck.cluster.workers import WorkerInfo
-from urlcheck.runtime import runtime
-from urlcheck.settingsreader import ConfigError
+from urlcheck.config.reader import ConfigError
+from urlcheck.crawl import internals
+from urlcheck.crawl.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy import Spider

@@ -29,7 +29,7 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy_redis.queue import Base as RedisQueueBase
 from scrapy_redis.scheduler import Scheduler as RedisScheduler
 
-from urlcheck import scrapyinternals as internals
+from urlcheck.check.urls import host_key
 from urlcheck.cluster.crawl.runtime import ClusterRuntime
 from urlcheck.cluster.crawl.tasks import (
     request_from_task,
@@ -40,8 +40,8 @@ from urlcheck.cluster.crawl.tasks import (
 from urlcheck.cluster.errors import ClusterError, ClusterUnavailableError
 from urlcheck.cluster.frontier import Then
 from urlcheck.cluster.task import decode_entry, encode_entry
-from urlcheck.runtime import runtime
-from urlcheck.urls import host_key
+from urlcheck.crawl import internals
+from urlcheck.crawl.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from urlcheck import meta as m
+from urlcheck.check.hops import Hop, RowTask
+from urlcheck.check.result import Result, build_result
 from urlcheck.cluster.task import Task
-from urlcheck.results import Hop, Result, RowTask, build_result
+from urlcheck.crawl import meta as m
 
 if TYPE_CHECKING:
     from scrapy import Request

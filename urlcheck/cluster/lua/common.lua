@@ -60,7 +60,7 @@ local function push(host, entry, front, now)
   make_ready(host, now)
 end
 
--- The learned pace, urlcheck/pace.py's rule on the host's answers from every process, in ms:
+-- The learned pace, urlcheck/politeness/pace.py's rule on the host's answers from every process, in ms:
 -- a 429 ('fast') doubles the delay (at least to 300 ms) or goes back to the last good one, and
 -- takes a short Retry-After as the pace; `ease_after` clean answers in a row ('ok') ease it back
 -- halfway to the largest delay that drew a 429, or halve it once that 429 is forgotten.

@@ -1,0 +1,117 @@
+"""Runs inside ``unshare -n -m`` (test_addressguard.py): gives this namespace's own ``lo``
+the addresses the guard is about, serves the demo site on them, runs real ``scrapy crawl check``
+processes, and writes their results and the site's request log to the JSON file named by argv[1].
+
+It refuses to start unless the only network interface is ``lo``: nothing it sends can leave.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from urlcheck.demo.launcher import SiteServer  # noqa: E402
+
+PUBLIC = "93.184.216.34"  # a global address, here only on this namespace's lo
+METADATA = "169.254.169.254"
+PRIVATE = "10.1.2.3"
+LOCAL = "127.0.0.2"
+
+
+def isolate(tmp: Path) -> None:
+    interfaces = [name for _, name in socket.if_nameindex()]
+    if interfaces != ["lo"]:
+        raise SystemExit(f"not in a fresh network namespace (interfaces: {interfaces})")
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    for address in (PUBLIC, METADATA, PRIVATE):
+        subprocess.run(["ip", "addr", "add", f"{address}/32", "dev", "lo"], check=True)
+    hosts = tmp / "hosts"
+    hosts.write_text(
+        f"127.0.0.1 localhost\n{METADATA} metadata.test\n{PUBLIC} public.test\n", encoding="ascii"
+    )
+    # Private mount namespace (unshare -m): this /etc/hosts is seen by this process tree only.
+    subprocess.run(["mount", "--bind", str(hosts), "/etc/hosts"], check=True)
+
+
+Row = tuple[str, str]
+
+
+def crawl(tmp: Path, name: str, rows: list[Row], *settings: str) -> list[dict[str, Any]]:
+    csv = tmp / f"{name}.csv"
+    csv.write_text("url,id\n" + "".join(f"{url},{key}\n" for key, url in rows), encoding="utf-8")
+    out = tmp / f"{name}.jsonl"
+    args = [sys.executable, "-m", "scrapy", "crawl", "check"]
+    args += ["-a", f"csv={csv}", "-a", f"out={out}"]
+    for setting in (
+        "LOG_LEVEL=WARNING",
+        "DOWNLOAD_DELAY=0",
+        "AUTOTHROTTLE_ENABLED=False",
+        "RETRY_TIMES=0",
+        "DOWNLOAD_TIMEOUT=5",
+        *settings,
+    ):
+        args += ["-s", setting]
+    subprocess.run(args, cwd=REPO, check=False, timeout=120)
+    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+
+
+def main() -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="urlcheck-netns-"))
+    isolate(tmp)
+    with SiteServer((PUBLIC, METADATA, PRIVATE, LOCAL), log_path=tmp / "site.jsonl") as site:
+        port = site.port
+
+        def via_public(target: str, code: int = 301) -> str:
+            return site.url(PUBLIC, f"/redirect/{code}?to={quote(target, safe='')}")
+
+        meta_path = "/latest/meta-data/"
+        rows = [
+            ("meta", via_public(f"http://{METADATA}:{port}{meta_path}")),
+            ("mapped", via_public(f"http://[::ffff:{METADATA}]:{port}{meta_path}", 302)),
+            ("hex", via_public(f"http://0xa9.0xfe.0xa9.0xfe:{port}{meta_path}")),
+            ("int", via_public(f"http://2852039166:{port}{meta_path}")),
+            ("private", via_public(f"http://{PRIVATE}:{port}/ok?from=public")),
+            ("loopback", via_public(f"http://{LOCAL}:{port}/ok?from=public")),
+            ("zero", via_public(f"http://0.0.0.0:{port}/ok?from=public")),
+            ("name", via_public(f"http://metadata.test:{port}{meta_path}")),
+            ("fe80", via_public(f"http://[fe80::1]:{port}{meta_path}")),
+            (
+                "twohop",
+                via_public(
+                    f"http://public.test:{port}/redirect/301?to="
+                    + quote(f"http://{PRIVATE}:{port}/ok?from=public", safe="")
+                ),
+            ),
+            ("input_meta", f"http://{METADATA}:{port}{meta_path}"),
+            ("input_name", f"http://metadata.test:{port}{meta_path}"),
+            ("public", via_public(f"http://public.test:{port}/ok")),
+            ("input_private", f"http://{PRIVATE}:{port}/ok"),
+            (
+                "private_chain",
+                site.url(LOCAL, "/redirect/301?to=" + quote(f"http://{PRIVATE}:{port}/ok", "")),
+            ),
+        ]
+        runs = {}
+        for name, settings in (
+            ("default", ()),
+            ("allow", (f"URLCHECK_ALLOW_NETWORKS={METADATA}/32,10.0.0.0/8",)),
+            ("strict", ("URLCHECK_BLOCK_PRIVATE_INPUT=true",)),
+            ("off", ("URLCHECK_ADDRESS_GUARD_ENABLED=false",)),
+        ):
+            before = len(site.log())
+            results = crawl(tmp, name, rows, *settings)
+            runs[name] = {"rows": len(rows), "results": results, "log": site.log()[before:]}
+    Path(sys.argv[1]).write_text(json.dumps(runs), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

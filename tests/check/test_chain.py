@@ -1,0 +1,137 @@
+"""The chain rules without Scrapy: answers in, follow or finish out."""
+
+from __future__ import annotations
+
+import pytest
+
+from urlcheck.check.chain import Answer, ChainRules, Finish, Follow
+from urlcheck.check.hops import Hop, RowTask
+
+
+def task() -> RowTask:
+    return RowTask(1, "http://a.test/", "http://a.test/", None, {})
+
+
+def test_a_redirect_is_followed_and_recorded_with_its_kind() -> None:
+    chain: list[Hop] = []
+    step = ChainRules().on_answer(
+        task(), chain, Answer("http://a.test/old", 301, location=b"/new", ms=12)
+    )
+    assert step == Follow("http://a.test/new")
+    assert chain == [
+        {
+            "url": "http://a.test/old",
+            "status": 301,
+            "location": "http://a.test/new",
+            "ms": 12,
+            "kind": "path",
+            "location_raw": "/new",
+        }
+    ]
+
+
+def test_a_final_answer_finishes_with_its_meta_refresh() -> None:
+    chain: list[Hop] = []
+    page = '<html><head><meta http-equiv="refresh" content="0; url=/next"></head></html>'
+    step = ChainRules().on_answer(task(), chain, Answer("http://a.test/", 200, text=page))
+    assert step == Finish(meta_refresh="http://a.test/next")
+    assert [h["status"] for h in chain] == [200]
+
+
+def test_meta_refresh_is_followed_only_when_asked_and_only_on_2xx() -> None:
+    page = '<meta http-equiv="refresh" content="0; url=/next">'
+    rules = ChainRules(follow_meta_refresh=True)
+    assert rules.on_answer(task(), [], Answer("http://a.test/", 200, text=page)) == Follow(
+        "http://a.test/next"
+    )
+    assert rules.on_answer(task(), [], Answer("http://a.test/", 404, text=page)) == Finish(
+        meta_refresh="http://a.test/next"
+    )
+
+
+def test_head_refused_is_asked_again_with_get_without_a_hop() -> None:
+    row = task()
+    chain: list[Hop] = []
+    step = ChainRules().on_answer(row, chain, Answer("http://a.test/", 405, method="HEAD"))
+    assert step == Follow("http://a.test/", method="GET")
+    assert chain == []
+    assert row.notes == ["head_fallback_get"]
+    ChainRules().on_answer(row, chain, Answer("http://a.test/b", 501, method="HEAD"))
+    assert row.notes == ["head_fallback_get"]  # noted once per row
+
+
+def test_a_get_answered_405_is_a_result() -> None:
+    assert ChainRules().on_answer(task(), [], Answer("http://a.test/", 405)) == Finish()
+
+
+def test_a_loop_finishes_the_row() -> None:
+    chain: list[Hop] = []
+    rules = ChainRules()
+    assert rules.on_answer(task(), chain, Answer("http://a.test/1", 302, location=b"/2")) == Follow(
+        "http://a.test/2"
+    )
+    step = rules.on_answer(task(), chain, Answer("http://a.test/2", 302, location=b"/1"))
+    assert step == Finish(loop=True)
+    assert chain[-1]["location"] == "http://a.test/1"
+
+
+@pytest.mark.parametrize(("max_hops", "hops_allowed"), [(0, 0), (1, 1), (3, 3)])
+def test_the_hop_limit(max_hops: int, hops_allowed: int) -> None:
+    rules, row = ChainRules(max_hops=max_hops), task()
+    chain: list[Hop] = []
+    steps = [
+        rules.on_answer(
+            row, chain, Answer(f"http://a.test/{i}", 301, location=f"/{i + 1}".encode())
+        )
+        for i in range(hops_allowed + 1)
+    ]
+    assert all(isinstance(step, Follow) for step in steps[:-1])
+    assert steps[-1] == Finish(
+        error="too_many_hops", error_message=f"more than {max_hops} redirects (URLCHECK_MAX_HOPS)"
+    )
+
+
+def test_a_3xx_without_location_is_a_bad_location() -> None:
+    assert ChainRules().on_answer(task(), [], Answer("http://a.test/", 304)) == Finish(
+        error="bad_location", error_message="304 without a Location header"
+    )
+    step = ChainRules().on_answer(task(), [], Answer("http://a.test/", 301))
+    assert isinstance(step, Finish)
+    assert step.error == "bad_location"
+
+
+def test_an_unfollowable_location_keeps_the_header_as_sent() -> None:
+    chain: list[Hop] = []
+    step = ChainRules().on_answer(
+        task(), chain, Answer("http://a.test/", 301, location=b"ftp://files.test/x")
+    )
+    assert isinstance(step, Finish)
+    assert step.error == "unsupported_scheme"
+    assert chain[0]["location"] == "ftp://files.test/x"
+
+
+def test_a_blocked_hop_ends_the_row() -> None:
+    chain: list[Hop] = []
+    step = ChainRules().on_answer(
+        task(), chain, Answer("http://a.test/", 403, blocked="captcha:cloudflare")
+    )
+    assert step == Finish(
+        error="blocked", error_message="captcha:cloudflare (status 403) on every proxy tried"
+    )
+    assert chain[0].get("block") == "captcha:cloudflare"
+
+
+def test_a_failure_adds_an_error_hop() -> None:
+    chain: list[Hop] = []
+    end = ChainRules().on_failure(chain, "http://a.test/", "timeout", "took too long")
+    assert end == Finish(error="timeout", error_message="took too long")
+    assert chain == [
+        {
+            "url": "http://a.test/",
+            "status": None,
+            "location": None,
+            "ms": None,
+            "kind": None,
+            "error": "timeout",
+        }
+    ]

@@ -1,0 +1,457 @@
+"""Jobs end to end: real ``scrapy crawl check`` subprocesses on a JOBDIR against the local site,
+stopped with SIGKILL, SIGINT, SIGINT twice, ``scrapy job pause|resume|cancel``, run twice at
+once, resumed with a changed CSV, and run again when finished (cron). Every check compares the
+result file row by row with the CSV: each row exactly once, every line valid JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from urlcheck.jobs.exitcodes import ExitCode
+from urlcheck.jobs.files import Control, JobMeta, JobState, parse_utc_iso
+
+if TYPE_CHECKING:
+    from tests.sitefixture import SiteServer
+
+pytestmark = pytest.mark.crawl
+
+ROOT = Path(__file__).resolve().parents[2]
+HOSTS = tuple(f"127.0.0.{i}" for i in range(2, 7))
+# Short but not instant: with 5 hosts, /delay/0.2 and a 0.05 s delay a row takes ~0.25 s per
+# host, ~20 rows/s in all, so a 150-row crawl runs for ~7 s with requests always in flight.
+SETTINGS = ("DOWNLOAD_DELAY=0.05", "AUTOTHROTTLE_ENABLED=False", "LOG_LEVEL=INFO")
+RUN_TIMEOUT = 60.0
+
+
+def row_url(site: SiteServer, tag: str, row: int, path: str = "/delay/0.2") -> str:
+    sep = "&" if "?" in path else "?"
+    return site.url(HOSTS[(row - 1) % len(HOSTS)], f"{path}{sep}t={tag}&r={row}")
+
+
+def write_rows(path: Path, urls: list[str], expected: list[str] | None = None) -> Path:
+    """A CSV whose data row n (1-based) is ``urls[n - 1]``."""
+    if expected is None:
+        text = "url\n" + "".join(f"{url}\n" for url in urls)
+    else:
+        text = "url,expected\n" + "".join(f"{u},{e}\n" for u, e in zip(urls, expected, strict=True))
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def make_csv(path: Path, site: SiteServer, tag: str, rows: int, *, chains: bool = True) -> Path:
+    """``rows`` rows round-robin over HOSTS: /delay/0.2, and every 7th row a 2-hop chain whose
+    first hop is slow too (so chains get interrupted mid-way)."""
+    urls = []
+    for row in range(1, rows + 1):
+        path_ = "/chain/2" if chains and row % 7 == 0 else "/delay/0.2"
+        urls.append(row_url(site, tag, row, path_))
+    return write_rows(path, urls)
+
+
+class Crawl:
+    """One ``scrapy crawl check`` subprocess on a job directory; its logs go to files."""
+
+    def __init__(self, csv: Path, jobdir: Path, *settings: str, name: str = "crawl") -> None:
+        self.jobdir = jobdir
+        logs = jobdir.parent / "logs"
+        logs.mkdir(exist_ok=True)
+        n = len(list(logs.glob(f"{name}-*.err")))
+        self.err_path = logs / f"{name}-{n}.err"
+        self.out_path = logs / f"{name}-{n}.out"
+        args = [sys.executable, "-m", "scrapy", "crawl", "check", "-a", f"csv={csv}"]
+        for setting in (*SETTINGS, *settings, f"JOBDIR={jobdir}"):
+            args += ["-s", setting]
+        self.started = time.time()
+        with self.out_path.open("wb") as out, self.err_path.open("wb") as err:
+            self.process = subprocess.Popen(args, cwd=ROOT, stdout=out, stderr=err)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def lines(self) -> int:
+        try:
+            with (self.jobdir / "results.jsonl").open("rb") as src:
+                return sum(1 for _ in src)
+        except FileNotFoundError:
+            return 0
+
+    def wait_lines(self, count: int, timeout: float = 30.0) -> int:
+        deadline = time.monotonic() + timeout
+        while (n := self.lines()) < count:
+            if self.process.poll() is not None:
+                raise AssertionError(
+                    f"the crawl exited ({self.process.returncode}) with {n} < {count} lines:\n"
+                    + self.stderr()[-3000:]
+                )
+            if time.monotonic() > deadline:
+                raise AssertionError(f"results.jsonl has {n} lines after {timeout} s, not {count}")
+            time.sleep(0.02)
+        return n
+
+    def signal(self, signum: int) -> None:
+        self.process.send_signal(signum)
+
+    def wait(self, timeout: float = RUN_TIMEOUT) -> int:
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(
+                f"the crawl did not exit within {timeout} s:\n{self.stderr()[-3000:]}"
+            ) from None
+
+    def stderr(self) -> str:
+        return self.err_path.read_text(encoding="utf-8", errors="replace")
+
+
+def run_crawl(csv: Path, jobdir: Path, *settings: str) -> tuple[int, str]:
+    crawl = Crawl(csv, jobdir, *settings)
+    return crawl.wait(), crawl.stderr()
+
+
+def scrapy_job(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "job", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """Every line of a results file, each asserted to be one whole JSON object."""
+    data = path.read_bytes()
+    assert not data or data.endswith(b"\n"), f"{path} ends with a torn line"
+    results = []
+    for number, line in enumerate(data.splitlines(), 1):
+        try:
+            result = json.loads(line)
+        except ValueError as exc:  # pragma: no cover - the assertion's message
+            raise AssertionError(f"{path} line {number} is not JSON: {line[:200]!r}") from exc
+        assert isinstance(result, dict) and isinstance(result.get("row"), int)
+        results.append(result)
+    return results
+
+
+def assert_no_duplicates(results: list[dict[str, Any]]) -> set[int]:
+    counts = Counter(result["row"] for result in results)
+    twice = sorted(row for row, n in counts.items() if n > 1)
+    assert not twice, f"rows with more than one result line: {twice}"
+    return set(counts)
+
+
+def assert_exact(path: Path, rows: int) -> list[dict[str, Any]]:
+    """Rows 1..rows, each exactly once, each the URL of its CSV row."""
+    results = read_results(path)
+    seen = assert_no_duplicates(results)
+    expected = set(range(1, rows + 1))
+    assert seen == expected, (
+        f"missing {sorted(expected - seen)}, unexpected {sorted(seen - expected)}"
+    )
+    for result in results:
+        query = parse_qs(urlsplit(result["url"]).query)
+        assert query["r"] == [str(result["row"])], result
+    return results
+
+
+def meta_of(jobdir: Path) -> JobMeta:
+    meta = JobMeta.load(jobdir)
+    assert meta is not None
+    return meta
+
+
+def requested_rows(site: SiteServer, tag: str) -> list[tuple[float, int]]:
+    """(arrival time, row) of every request this test's crawls sent."""
+    arrivals = []
+    for record in site.log():
+        query = parse_qs(urlsplit(record["path"]).query)
+        if query.get("t") == [tag]:
+            arrivals.append((record["t_arrival"], int(query["r"][0])))
+    return sorted(arrivals)
+
+
+# --- SIGKILL ---------------------------------------------------------------------------------
+
+
+def test_sigkill_at_several_points_then_resume_is_exact(tmp_path: Path, site: SiteServer) -> None:
+    rows = 150
+    csv = make_csv(tmp_path / "in.csv", site, "kill", rows)
+    jobdir = tmp_path / "job"
+    results_path = jobdir / "results.jsonl"
+    for threshold in (15, 60, 105):
+        crawl = Crawl(csv, jobdir)
+        crawl.wait_lines(threshold)
+        crawl.signal(signal.SIGKILL)
+        assert crawl.wait() == -signal.SIGKILL
+        # What a kill leaves: whole lines, no row twice; the job still reads as processing.
+        assert_no_duplicates(read_results(results_path))
+        assert meta_of(jobdir).state is JobState.PROCESSING
+    # A torn write: the last line loses its second half and its newline.
+    data = results_path.read_bytes()
+    head, last = data[: data.rindex(b"\n", 0, -1) + 1], data[data.rindex(b"\n", 0, -1) + 1 :]
+    torn_row = json.loads(last)["row"]
+    torn = last[: len(last) // 2]
+    results_path.write_bytes(head + torn)
+
+    crawl = Crawl(csv, jobdir)
+    assert crawl.wait() == ExitCode.FINISHED, crawl.stderr()[-3000:]
+    assert "ends with a torn line" in crawl.stderr()
+    results = assert_exact(results_path, rows)
+    assert (jobdir / "results.jsonl.dropped").read_bytes() == torn + b"\n"
+    [redone] = [r for r in results if r["row"] == torn_row]
+    assert redone["final_status"] == 200
+    assert results_path.read_bytes().count(b'{"row": %d, ' % torn_row) == 1
+    # Chains cut off mid-way were restarted from their first URL and completed.
+    for result in results:
+        if result["row"] % 7 == 0:
+            assert result["hops"] == 2 and "/chain/0?" in result["final_url"], result
+    meta = meta_of(jobdir)
+    assert (meta.state, meta.done_rows, meta.total_rows) == (JobState.DONE, rows, rows)
+
+
+# --- SIGINT ----------------------------------------------------------------------------------
+
+
+def test_one_sigint_pauses_and_resume_completes(tmp_path: Path, site: SiteServer) -> None:
+    rows = 120
+    csv = make_csv(tmp_path / "in.csv", site, "int1", rows)
+    jobdir = tmp_path / "job"
+    crawl = Crawl(csv, jobdir)
+    crawl.wait_lines(30)
+    crawl.signal(signal.SIGINT)
+    assert crawl.wait(timeout=20) == ExitCode.PAUSED, crawl.stderr()[-3000:]
+    meta = meta_of(jobdir)
+    assert meta.state is JobState.PAUSED and meta.finish_reason == "shutdown"
+    done = assert_no_duplicates(read_results(jobdir / "results.jsonl"))
+    assert meta.done_rows == len(done) < rows
+
+    resume = Crawl(csv, jobdir)
+    assert resume.wait() == ExitCode.FINISHED, resume.stderr()[-3000:]
+    assert f"{len(done)} already done" in resume.stderr()
+    assert_exact(jobdir / "results.jsonl", rows)
+    # The resume requested only what was not done before the stop.
+    again = {row for t, row in requested_rows(site, "int1") if t >= resume.started}
+    assert again == set(range(1, rows + 1)) - done
+    assert meta_of(jobdir).state is JobState.DONE
+
+
+def test_two_sigints_force_the_stop_and_resume_completes(tmp_path: Path, site: SiteServer) -> None:
+    rows = 40
+    # Every row after the 10th takes 1.5 s: those in flight when the first SIGINT comes keep
+    # the graceful stop waiting until the second one forces it.
+    urls = [
+        row_url(site, "int2", row, "/delay/1.5" if row > 10 else "/delay/0.2")
+        for row in range(1, rows + 1)
+    ]
+    csv = write_rows(tmp_path / "in.csv", urls)
+    jobdir = tmp_path / "job"
+    crawl = Crawl(csv, jobdir)
+    crawl.wait_lines(10)
+    time.sleep(0.5)  # the slow rows have left (one delay after the fast ones ended) and hang
+    crawl.signal(signal.SIGINT)
+    time.sleep(0.3)
+    crawl.signal(signal.SIGINT)
+    second = time.monotonic()
+    code = crawl.wait(timeout=20)
+    assert time.monotonic() - second < 10
+    stderr = crawl.stderr()
+    assert "forcing unclean shutdown" in stderr, stderr[-3000:]
+    assert code == ExitCode.PAUSED, stderr[-3000:]
+    assert not meta_of(jobdir).state.terminal
+    assert_no_duplicates(read_results(jobdir / "results.jsonl"))
+
+    code, stderr = run_crawl(csv, jobdir)
+    assert code == ExitCode.FINISHED, stderr[-3000:]
+    assert_exact(jobdir / "results.jsonl", rows)
+    assert meta_of(jobdir).state is JobState.DONE
+
+
+# --- refused runs: another CSV, another process ------------------------------------------------
+
+
+def job_files(jobdir: Path) -> dict[str, bytes]:
+    # job.lock is left out: taking the lock (to look at the job safely) writes the pid into it.
+    return {p.name: p.read_bytes() for p in sorted(jobdir.iterdir()) if p.name != "job.lock"}
+
+
+def test_resume_with_a_changed_csv_is_refused_and_touches_nothing(
+    tmp_path: Path, site: SiteServer
+) -> None:
+    rows = 60
+    csv = make_csv(tmp_path / "in.csv", site, "csv", rows)
+    jobdir = tmp_path / "job"
+    crawl = Crawl(csv, jobdir)
+    crawl.wait_lines(10)
+    crawl.signal(signal.SIGKILL)
+    crawl.wait()
+    before = job_files(jobdir)
+    assert {"results.jsonl", "meta.json"} <= before.keys()
+    original = csv.read_bytes()
+    changed = original.replace(b"r=3\n", b"r=3&changed=1\n")
+    assert changed != original
+    csv.write_bytes(changed)
+
+    code, stderr = run_crawl(csv, jobdir)
+    assert code == ExitCode.INPUT_ERROR
+    message = [line for line in stderr.splitlines() if line.startswith("urlcheck: ")]
+    assert len(message) == 1, stderr[-3000:]
+    assert str(jobdir) in message[0] and str(csv) in message[0], message
+    assert "Spider opened" not in stderr
+    assert job_files(jobdir) == before
+
+    csv.write_bytes(original)
+    code, stderr = run_crawl(csv, jobdir)
+    assert code == ExitCode.FINISHED, stderr[-3000:]
+    assert_exact(jobdir / "results.jsonl", rows)
+
+
+def test_a_second_process_on_the_job_exits_locked(tmp_path: Path, site: SiteServer) -> None:
+    rows = 60
+    # Row 1 keeps the first crawl running for 12 s, however slowly the second process starts
+    # (under coverage and load, start-up alone can outlast the other 59 rows).
+    urls = [row_url(site, "lock", 1, "/delay/12")]
+    urls += [row_url(site, "lock", row) for row in range(2, rows + 1)]
+    csv = write_rows(tmp_path / "in.csv", urls)
+    jobdir = tmp_path / "job"
+    first = Crawl(csv, jobdir, name="first")
+    first.wait_lines(5)
+    second = Crawl(csv, jobdir, name="second")
+    code = second.wait(timeout=30)
+    assert time.time() - second.started < 15  # at once: interpreter start-up, then the lock
+    stderr = second.stderr()
+    assert code == ExitCode.LOCKED, stderr[-3000:]
+    assert f"job {jobdir} is in use by process {first.pid}" in stderr, stderr[-3000:]
+    assert "Spider opened" not in stderr
+    assert first.process.poll() is None  # untouched by the refused one
+
+    assert first.wait() == ExitCode.FINISHED, first.stderr()[-3000:]
+    assert_exact(jobdir / "results.jsonl", rows)
+    assert meta_of(jobdir).state is JobState.DONE
+
+
+# --- live control ----------------------------------------------------------------------------
+
+
+def control_time(jobdir: Path) -> float:
+    control = Control.load(jobdir)
+    assert control is not None
+    return parse_utc_iso(control.at)
+
+
+def test_live_pause_status_resume(tmp_path: Path, site: SiteServer) -> None:
+    rows = 150
+    csv = make_csv(tmp_path / "in.csv", site, "pause", rows)
+    jobdir = tmp_path / "job"
+    crawl = Crawl(csv, jobdir)
+    crawl.wait_lines(20)
+
+    paused = scrapy_job("pause", str(jobdir))
+    assert paused.returncode == ExitCode.FINISHED, paused.stderr
+    assert f"job {jobdir} paused" in paused.stdout
+    paused_at = control_time(jobdir)
+    status = scrapy_job("status", str(jobdir), "--json")
+    assert status.returncode == ExitCode.FINISHED, status.stderr
+    report = json.loads(status.stdout)
+    assert report["state"] == "paused" and report["running"] is True
+    assert report["pid"] == crawl.pid and report["stuck"] is False
+    time.sleep(max(0.0, paused_at + 4.0 - time.time()))  # a pause long enough to see
+    lines_while_paused = crawl.lines()
+    assert lines_while_paused < rows and crawl.process.poll() is None
+
+    resumed = scrapy_job("resume", str(jobdir))
+    assert resumed.returncode == ExitCode.FINISHED, resumed.stderr
+    assert f"job {jobdir} processing" in resumed.stdout
+    resumed_at = control_time(jobdir)
+    assert crawl.wait() == ExitCode.FINISHED, crawl.stderr()[-3000:]
+    assert_exact(jobdir / "results.jsonl", rows)
+    assert meta_of(jobdir).state is JobState.DONE
+
+    arrivals = requested_rows(site, "pause")
+    quiet = [(t, row) for t, row in arrivals if paused_at + 1.5 < t < resumed_at]
+    assert not quiet, f"{len(quiet)} requests reached the site while paused: {quiet[:5]}"
+    assert any(t > resumed_at for t, _ in arrivals)  # the crawl went on after the resume
+    assert len(arrivals) >= rows
+    stderr = crawl.stderr()
+    assert "paused (control seq 1)" in stderr and "resumed (control seq 2)" in stderr
+
+
+def test_live_cancel_keeps_results(tmp_path: Path, site: SiteServer) -> None:
+    rows = 150
+    csv = make_csv(tmp_path / "in.csv", site, "cancel", rows)
+    jobdir = tmp_path / "job"
+    crawl = Crawl(csv, jobdir)
+    crawl.wait_lines(20)
+    cancelled = scrapy_job("cancel", str(jobdir))
+    assert cancelled.returncode == ExitCode.FINISHED, cancelled.stderr
+    assert crawl.wait(timeout=20) == ExitCode.CANCELLED, crawl.stderr()[-3000:]
+    meta = meta_of(jobdir)
+    assert meta.state is JobState.CANCELLED and meta.finish_reason == "cancelled"
+    done = assert_no_duplicates(read_results(jobdir / "results.jsonl"))
+    assert 20 <= len(done) < rows and done <= set(range(1, rows + 1))
+    assert meta.done_rows == len(done)
+
+
+# --- cron and exit codes ---------------------------------------------------------------------
+
+
+def test_running_a_finished_job_again_starts_a_fresh_run(tmp_path: Path, site: SiteServer) -> None:
+    rows = 30
+    urls = [row_url(site, "cron", row, "/ok") for row in range(1, rows + 1)]
+    csv = write_rows(tmp_path / "in.csv", urls)
+    jobdir = tmp_path / "job"
+    code, stderr = run_crawl(csv, jobdir)
+    assert code == ExitCode.FINISHED, stderr[-3000:]
+    first = (jobdir / "results.jsonl").read_bytes()
+    assert_exact(jobdir / "results.jsonl", rows)
+
+    code, stderr = run_crawl(csv, jobdir)
+    assert code == ExitCode.FINISHED, stderr[-3000:]
+    assert "starting a fresh run" in stderr
+    [kept] = jobdir.glob("results.*.jsonl")
+    assert kept.read_bytes() == first
+    [kept_meta] = jobdir.glob("meta.*.json")
+    assert json.loads(kept_meta.read_text(encoding="utf-8"))["state"] == "done"
+    assert_exact(jobdir / "results.jsonl", rows)
+    assert (jobdir / "results.jsonl").read_bytes() != first
+    meta = meta_of(jobdir)
+    assert (meta.state, meta.done_rows) == (JobState.DONE, rows)
+    # Every row was checked again, once per run.
+    assert Counter(Counter(row for _, row in requested_rows(site, "cron")).values()) == {2: rows}
+
+
+def test_exit_code_three_on_a_failed_verdict_zero_when_all_pass(
+    tmp_path: Path, site: SiteServer
+) -> None:
+    rows = 10
+    urls = [row_url(site, "verdict", row, "/chain/1") for row in range(1, rows + 1)]
+    good = [u.replace("/chain/1?", "/chain/0?") for u in urls]
+    passing = write_rows(tmp_path / "pass.csv", urls, good)
+    code, stderr = run_crawl(passing, tmp_path / "pass-job")
+    assert code == ExitCode.FINISHED, stderr[-3000:]
+    results = assert_exact(tmp_path / "pass-job" / "results.jsonl", rows)
+    assert {r["verdict"] for r in results} == {"pass"}
+
+    wrong = [*good]
+    wrong[3] = row_url(site, "verdict", 4, "/ok")
+    failing = write_rows(tmp_path / "fail.csv", urls, wrong)
+    code, stderr = run_crawl(failing, tmp_path / "fail-job")
+    assert code == ExitCode.FAILED_VERDICTS, stderr[-3000:]
+    results = assert_exact(tmp_path / "fail-job" / "results.jsonl", rows)
+    assert {r["row"] for r in results if r["verdict"] == "fail"} == {4}
+    meta = meta_of(tmp_path / "fail-job")
+    assert meta.state is JobState.DONE and meta.counts.by_verdict["fail"] == 1

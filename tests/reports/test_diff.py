@@ -1,0 +1,116 @@
+"""`scrapy job diff OLD NEW`: rows matched by row and URL, regressions and the exit code."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from tests.jobs.test_command import scrapy_job
+from tests.reports.reportrows import result, write_results
+from urlcheck.commands.job import DIFF_REGRESSED, run_diff
+from urlcheck.jobs.exitcodes import ExitCode
+from urlcheck.reports.diff import DiffSummary, RowChange, diff, regressions
+
+
+def _old_and_new(tmp_path: Path) -> tuple[Path, Path]:
+    old = [
+        result(1, verdict="pass", expected="http://127.0.0.2/p1"),
+        result(2),
+        result(3, status=301, final_status=200, final_url="http://127.0.0.2/a"),
+        result(4),
+        result(5),
+        result(6),
+    ]
+    new = [
+        result(5),  # unchanged, in another order
+        result(1, verdict="fail", expected="http://127.0.0.2/p1", reasons=["final_url_mismatch"]),
+        result(2, status=404, final_status=404),  # 2xx -> 4xx
+        result(3, status=302, final_status=200, final_url="http://127.0.0.2/b"),  # not a regression
+        result(4, error="timeout", final_status=None, final_url=None, status=None),  # new error
+        result(6, url="http://127.0.0.2/other"),  # another URL on row 6
+        result(7),  # a row the old run did not have
+    ]
+    return (
+        write_results(tmp_path / "old" / "results.jsonl", old),
+        write_results(tmp_path / "new.jsonl", new, tail='{"row": 8, "url": "torn'),
+    )
+
+
+def test_changes_regressions_and_rows_on_one_side(tmp_path):
+    old, new = _old_and_new(tmp_path)
+    *changes, summary = diff(old.parent, new)  # a job directory or a results file
+    assert isinstance(summary, DiffSummary)
+    by = {(c.row, c.change): c for c in changes if isinstance(c, RowChange)}
+    assert set(by) == {
+        (1, "changed"),
+        (2, "changed"),
+        (3, "changed"),
+        (4, "changed"),
+        (6, "removed"),
+        (6, "added"),
+        (7, "added"),
+    }
+    assert by[1, "changed"].fields == {"verdict": ["pass", "fail"]}
+    assert by[1, "changed"].regressions == ["verdict pass -> fail"]
+    assert by[2, "changed"].regressions == ["final status 200 -> 404"]
+    assert by[2, "changed"].fields["status"] == [200, 404]
+    assert by[3, "changed"].fields == {
+        "status": [301, 302],
+        "final_url": ["http://127.0.0.2/a", "http://127.0.0.2/b"],
+    }
+    assert not by[3, "changed"].regressed
+    assert by[4, "changed"].regressions == ["new error timeout"]
+    assert by[6, "removed"].url == "http://127.0.0.2/p6"
+    assert by[6, "added"].url == "http://127.0.0.2/other"
+    assert (summary.compared, summary.changed, summary.regressed) == (5, 4, 3)
+    assert (summary.added, summary.removed) == (2, 1)
+
+
+def test_rows_missing_from_the_new_run_are_listed(tmp_path):
+    old = write_results(tmp_path / "old.jsonl", [result(1), result(2), result(3)])
+    new = write_results(tmp_path / "new.jsonl", [result(2)])
+    *changes, summary = diff(old, new)
+    assert isinstance(summary, DiffSummary)
+    assert sorted((c.row, c.change) for c in changes if isinstance(c, RowChange)) == [
+        (1, "removed"),
+        (3, "removed"),
+    ]
+    assert summary.removed == 2 and summary.regressed == 0
+
+
+def test_a_recovered_row_is_not_a_regression():
+    old = result(1, status=None, final_status=None, error="timeout", verdict="fail")
+    assert regressions(old, result(1, verdict="pass")) == []
+    assert regressions(old, result(1, status=None, final_status=None, error="dns")) == [
+        "new error dns"
+    ]
+    assert regressions(result(1, status=500, final_status=500), result(1, status=404)) == []
+
+
+def test_the_command_writes_json_lines_and_exits_1_on_a_regression(tmp_path):
+    old, new = _old_and_new(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    code = run_diff(old, new, str(tmp_path / "changes.jsonl"), out=out, err=err)
+    assert code == DIFF_REGRESSED == 1
+    lines = [json.loads(line) for line in (tmp_path / "changes.jsonl").read_text().splitlines()]
+    assert len(lines) == 7
+    assert {line["row"] for line in lines if line["regressed"]} == {1, 2, 4}
+    assert "REGRESSED" in out.getvalue()
+    summary = out.getvalue().splitlines()[-1]
+    assert summary == (
+        "5 rows in both runs: 4 changed, 3 regressed; 2 only in the new run, 1 only in the old run"
+    )
+    same = run_diff(old, old, None, out=io.StringIO(), err=err)
+    assert same == ExitCode.FINISHED
+    missing = run_diff(old, tmp_path / "nope", None, out=io.StringIO(), err=err)
+    assert missing == ExitCode.INPUT_ERROR and "nope: no such job directory" in err.getvalue()
+
+
+def test_scrapy_job_diff(tmp_path):
+    old, new = _old_and_new(tmp_path)
+    done = scrapy_job("diff", str(old), str(new), "-o", str(tmp_path / "d.jsonl"), cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "3 regressed" in done.stdout and (tmp_path / "d.jsonl").exists()
+    assert scrapy_job("diff", str(old), str(old), cwd=tmp_path).returncode == 0
+    assert scrapy_job("diff", str(old), cwd=tmp_path).returncode == 2  # usage

@@ -1,0 +1,194 @@
+"""A row's redirect chain as plain rules: given what a hop answered, follow the next URL or
+finish the row. No Scrapy here; the spider turns each response into an :class:`Answer`, and
+each :class:`Follow` into a request in the next host's own download slot.
+
+The rules, in order: a HEAD answered 405/501 is asked again with GET (the hop is not
+recorded); a hop every proxy was blocked on ends the row (``blocked``); a redirect status, or
+any 3xx with a Location, is followed unless the Location is bad (``bad_location``,
+``unsupported_scheme``), revisits a URL of the chain (``loop``) or would exceed ``max_hops``
+(``too_many_hops``) or is longer than ``max_url_length`` (``url_too_long``, the Location kept);
+a 3xx without Location is ``bad_location``; a meta refresh on a 2xx page
+is followed only when ``follow_meta_refresh`` is on (it is always reported).
+
+Locations and meta refresh targets are resolved as browsers resolve them (urlcheck.check.urls); the
+hop keeps the Location as sent (``location_raw``) when it differs from the resolved one, and the
+warnings about a target a person would not expect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from parsel import Selector
+
+from urlcheck.check.hops import Hop, hop
+from urlcheck.check.urls import InvalidURL, hop_kind, refresh_target, resolve_location
+
+if TYPE_CHECKING:
+    from urlcheck.check.hops import RowTask
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+HEAD_REFUSED = frozenset({405, 501})
+_META_REFRESH_SCAN = 65536  # characters of the page searched for <meta http-equiv="refresh">
+# Only a page that may declare a refresh is parsed as HTML.
+_REFRESH_HINT = re.compile(r"http-equiv\s*=\s*[\"']?\s*refresh", re.IGNORECASE)
+_REFRESH_XPATH = (
+    "//meta[translate(@http-equiv, 'REFSH', 'refsh') = 'refresh']"
+    "[not(ancestor::noscript) and not(ancestor::script)][1]/@content"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What one hop's response said."""
+
+    url: str
+    status: int
+    method: str = "GET"
+    location: bytes | None = None  # the Location header as sent
+    text: str | None = None  # the (capped) body as text, when it is text
+    ms: int | None = None  # latency
+    blocked: str | None = None  # set when every proxy tried met a captcha or block
+
+
+@dataclass(frozen=True, slots=True)
+class Follow:
+    """Request ``url`` next (``method`` None: the configured one)."""
+
+    url: str
+    method: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The row is done: build its result from the chain with these fields."""
+
+    error: str | None = None
+    error_message: str | None = None
+    loop: bool = False
+    meta_refresh: str | None = None
+
+
+Step = Follow | Finish
+
+
+@dataclass(frozen=True, slots=True)
+class ChainRules:
+    max_hops: int = 10
+    follow_meta_refresh: bool = False
+    max_url_length: int = 65_536
+
+    def on_answer(self, task: RowTask, chain: list[Hop], answer: Answer) -> Step:
+        """Record the answer in ``chain`` (in place) and say what comes next."""
+        status = answer.status
+        if answer.method == "HEAD" and status in HEAD_REFUSED:
+            if "head_fallback_get" not in task.notes:
+                task.notes.append("head_fallback_get")
+            return Follow(answer.url, method="GET")
+        entry = hop(answer.url, status=status, ms=answer.ms)
+        chain.append(entry)
+        if answer.blocked is not None:
+            entry["block"] = answer.blocked
+            return Finish(
+                error="blocked",
+                error_message=f"{answer.blocked} (status {status}) on every proxy tried",
+            )
+        if status in REDIRECT_STATUSES or (300 <= status < 400 and answer.location is not None):
+            return self._follow(chain, entry, answer.location)
+        if 300 <= status < 400:
+            return Finish(error="bad_location", error_message=f"{status} without a Location header")
+        refresh = meta_refresh(answer)
+        if refresh is None:
+            return Finish()
+        if self.follow_meta_refresh and 200 <= status < 300:
+            return self._follow(chain, entry, refresh.target, base=refresh.base)
+        return Finish(meta_refresh=refresh.resolved())
+
+    def on_failure(self, chain: list[Hop], url: str, kind: str, message: str) -> Finish:
+        """A hop ended without a response (``kind`` from urlcheck.crawl.failures)."""
+        chain.append(hop(url, error=kind))
+        return Finish(error=kind, error_message=message)
+
+    def _follow(
+        self, chain: list[Hop], entry: Hop, location: bytes | str | None, *, base: str | None = None
+    ) -> Step:
+        raw = _as_sent(location)
+        try:
+            resolved = resolve_location(base or entry["url"], location)
+        except InvalidURL as exc:
+            entry["location"] = raw
+            if exc.warnings:
+                entry["warnings"] = list(exc.warnings)
+            return Finish(error=exc.code, error_message=str(exc))
+        target = resolved.url
+        entry["location"] = target
+        entry["kind"] = hop_kind(entry["url"], target)
+        if raw is not None and raw != target:
+            entry["location_raw"] = raw
+        if resolved.warnings:
+            entry["warnings"] = list(resolved.warnings)
+        if any(earlier["url"] == target for earlier in chain):
+            return Finish(loop=True)
+        if len(chain) > self.max_hops:
+            return Finish(
+                error="too_many_hops",
+                error_message=f"more than {self.max_hops} redirects (URLCHECK_MAX_HOPS)",
+            )
+        if len(target) > self.max_url_length:
+            return Finish(error="url_too_long", error_message=too_long(target, self.max_url_length))
+        return Follow(target)
+
+
+def too_long(url: str, limit: int) -> str:
+    return (
+        f"URL of {len(url):,} characters, over {limit:,} (URLCHECK_MAX_URL_LENGTH): not requested"
+    )
+
+
+def _as_sent(location: bytes | str | None) -> str | None:
+    """A Location for the results, as sent: UTF-8, else byte for byte (latin-1)."""
+    if location is None or isinstance(location, str):
+        return location
+    try:
+        return location.decode("utf-8")
+    except UnicodeDecodeError:
+        return location.decode("latin-1")
+
+
+class Refresh(NamedTuple):
+    """A page's meta refresh: the URL string as written and the document's base URL."""
+
+    target: str
+    base: str
+
+    def resolved(self) -> str:
+        """Where it leads (the URL string itself when it cannot be resolved)."""
+        try:
+            return resolve_location(self.base, self.target).url
+        except InvalidURL:
+            return self.target
+
+
+def meta_refresh(answer: Answer) -> Refresh | None:
+    """The ``<meta http-equiv="refresh">`` of the page, read as browsers read it, else None.
+
+    Browsers resolve its URL against the document's base URL: ``<base href>`` when the page has
+    one that resolves, else the page's own URL.
+    """
+    text = answer.text
+    if not text or not _REFRESH_HINT.search(text, 0, _META_REFRESH_SCAN):
+        return None
+    page = Selector(text=text[:_META_REFRESH_SCAN])
+    content = page.xpath(_REFRESH_XPATH).get()
+    target = None if content is None else refresh_target(content)
+    if target is None:
+        return None
+    base = answer.url
+    href = page.xpath("//base[@href][1]/@href").get()
+    if href is not None:
+        with contextlib.suppress(InvalidURL):
+            base = resolve_location(answer.url, href).url
+    return Refresh(target, base)

@@ -1,0 +1,194 @@
+"""One row's result: the typed record written to results.jsonl, and how a line is read back.
+
+The record's field order is part of the format: ``row`` comes first, and ``final_status`` and
+``verdict`` are the first keys of those names in a line (hops use neither; the free-form
+``input`` object comes last), so :func:`read_key` finds what a resume needs without parsing
+the JSON of a million lines.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from urlcheck.check.verdict import VerdictRules, judge
+
+if TYPE_CHECKING:
+    from urlcheck.check.hops import Hop, RowTask
+
+
+@dataclass(slots=True)
+class Result:
+    """A row's line in results.jsonl (fields in file order; README "Output" documents each)."""
+
+    row: int
+    url: str
+    requested_url: str | None
+    status: int | None
+    final_url: str | None
+    final_status: int | None
+    hops: int
+    chain: list[Hop]
+    loop: bool
+    error: str | None
+    error_message: str | None
+    meta_refresh: str | None
+    expected: str | None
+    verdict: str | None
+    reasons: list[str]
+    warnings: list[str]
+    notes: list[str]
+    retries: int
+    retry_after: float | None
+    proxy: str | None
+    checked_at: str
+    input: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in FIELDS}
+
+    def to_json_line(self) -> bytes:
+        return json.dumps(self.to_dict(), ensure_ascii=False).encode("utf-8") + b"\n"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        """A line read back; fields a line lacks (an older format) get empty values."""
+        values: dict[str, Any] = {name: data.get(name, _EMPTY.get(name)) for name in FIELDS}
+        return cls(**values)
+
+
+FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Result))
+_EMPTY: dict[str, Any] = {
+    "hops": 0,
+    "chain": [],
+    "loop": False,
+    "reasons": [],
+    "warnings": [],
+    "notes": [],
+    "retries": 0,
+    "checked_at": "",
+    "input": {},
+}
+
+
+def hop_warnings(chain: list[Hop]) -> list[str]:
+    """Every hop's warnings, once each, in chain order (the row's ``warnings`` lists them)."""
+    return list(dict.fromkeys(w for entry in chain for w in entry.get("warnings", ())))
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def build_result(
+    task: RowTask,
+    chain: list[Hop],
+    *,
+    rules: VerdictRules,
+    loop: bool = False,
+    error: str | None = None,
+    error_message: str | None = None,
+    meta_refresh: str | None = None,
+    retries: int = 0,
+    retry_after: float | None = None,
+    proxy: str | None = None,
+) -> Result:
+    first = chain[0] if chain else None
+    last = chain[-1] if chain else None
+    broken = loop or error is not None
+    final_url = None if broken or last is None else last["url"]
+    final_status = None if broken or last is None else last["status"]
+    hops = max(len(chain) - 1, 0)
+    verdict = judge(
+        expected=task.expected,
+        first_status=first["status"] if first else None,
+        final_url=final_url,
+        final_status=final_status,
+        hops=hops,
+        loop=loop,
+        error=error,
+        rules=rules,
+    )
+    return Result(
+        row=task.row,
+        url=task.url,
+        requested_url=task.requested_url,
+        status=first["status"] if first else None,
+        final_url=final_url,
+        final_status=final_status,
+        hops=hops,
+        chain=chain,
+        loop=loop,
+        error=error,
+        error_message=error_message,
+        meta_refresh=meta_refresh,
+        expected=task.expected,
+        verdict=verdict.verdict,
+        reasons=verdict.reasons,
+        warnings=verdict.warnings + hop_warnings(chain),
+        notes=task.notes,
+        retries=retries,
+        retry_after=retry_after,
+        proxy=proxy,
+        checked_at=utc_now(),
+        input=task.extra,
+    )
+
+
+# --- reading lines back ---------------------------------------------------------------------------
+# Inside a JSON string a quote is always escaped, so `, "key": ` with a bare quote is structure,
+# never text; the first `, "final_status": ` / `, "verdict": ` of a line written by
+# Result.to_json_line is the top-level one. A second `{"row": ` means two lines ran together (a
+# torn line followed by an append).
+ROW_RE = re.compile(rb'\{"row": (0|[1-9][0-9]{0,11}), "')
+FINAL_STATUS_RE = re.compile(rb', "final_status": (null|[0-9]{1,6})[,}]')
+VERDICT_RE = re.compile(rb', "verdict": (null|"pass"|"fail")[,}]')
+ROW_KEY = b'{"row": '
+LINE_END = b"}\n"
+
+
+class LineKey(NamedTuple):
+    """What a resume needs of a line: its row, final status (or first status) and verdict."""
+
+    row: int
+    final_status: int | None
+    verdict: str | None
+
+
+def read_key(line: bytes) -> LineKey | None:
+    """The key of a whole line (newline included); None when it is not a result line."""
+    m = ROW_RE.match(line)
+    if m is not None and line.endswith(LINE_END) and line.find(ROW_KEY, 1) < 0:
+        fm = FINAL_STATUS_RE.search(line, m.end())
+        if fm is not None:
+            vm = VERDICT_RE.search(line, fm.end())
+            if vm is not None:
+                final, verdict = fm[1], vm[1]
+                return LineKey(
+                    int(m[1]),
+                    None if final == b"null" else int(final),
+                    None if verdict == b"null" else verdict[1:-1].decode("ascii"),
+                )
+    return _read_key_slowly(line)
+
+
+def _read_key_slowly(line: bytes) -> LineKey | None:
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    row = data.get("row")
+    if not isinstance(row, int) or isinstance(row, bool):
+        return None
+    final = data["final_status"] if "final_status" in data else data.get("status")
+    if final is not None and (not isinstance(final, int) or isinstance(final, bool)):
+        return None
+    verdict = data.get("verdict")
+    if verdict is not None and not isinstance(verdict, str):
+        return None
+    return LineKey(row, final, verdict)

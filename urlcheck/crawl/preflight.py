@@ -1,0 +1,122 @@
+"""What ``scrapy crawl check`` verifies before a crawl starts, so that a bad setting, a bad
+file, a CSV that is not the job's, or a job already running ends the run at once with one
+clear line and its own exit code instead of a traceback from inside the crawl."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from urlcheck.cluster.admin import check_coordinator
+from urlcheck.cluster.config import check_cluster
+from urlcheck.cluster.errors import ClusterError
+from urlcheck.config.crawlconfig import ConfigError, UrlcheckConfig
+from urlcheck.input.csvfile import CsvSource, InputError
+from urlcheck.jobs.errors import JobError, JobLockedError
+from urlcheck.jobs.exitcodes import ExitCode
+from urlcheck.jobs.files import INPUT_COPY
+from urlcheck.jobs.lock import JobLock
+from urlcheck.jobs.place import default_jobdir
+from urlcheck.jobs.prepare import check_input
+from urlcheck.proxypool import StoreUnavailable
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+
+class PreflightError(Exception):
+    def __init__(self, message: str, exit_code: ExitCode) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def choose_jobdir(settings: BaseSettings, csv: str | None) -> Path | None:
+    """The run's job directory: ``JOBDIR`` (``--jobdir``) when given, none when it was given
+    empty (``--no-job``), else the default one derived from the CSV's path."""
+    jobdir = settings.get("JOBDIR")
+    if jobdir is None:
+        return default_jobdir(csv) if csv else None
+    return Path(jobdir) if jobdir else None
+
+
+def check_proxy_store(config: UrlcheckConfig) -> None:
+    """A Redis proxy store that refuses our credentials is a setting to fix (ConfigError, naming
+    it); one that cannot be reached is left to the crawl, as without this check."""
+    proxies = config.proxies
+    if proxies is None or proxies.store_uri.startswith("memory:"):
+        return
+    store = proxies.store_for(None)  # the pool's name does not matter here
+    try:
+        store.open(proxies.pool)
+    except StoreUnavailable as exc:
+        refused = proxies.refused(exc)
+        if refused is not None:
+            raise ConfigError(refused) from None
+    finally:
+        store.close()
+
+
+def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | None:
+    """Run the checks; returns the job lock to hold for the whole crawl (None without a job).
+
+    Every run is a job unless ``--no-job``: JOBDIR is set here to the default job directory
+    when the user named none, and ``-a csv`` may be left out when the job keeps its own copy.
+    """
+    csv = spider_args.get("csv")
+    try:
+        check_cluster(settings, spider_args)
+        if not csv and spider_args.get("job"):  # a worker of a distributed job
+            check_proxy_store(UrlcheckConfig.from_settings(settings))
+            return None
+    except ConfigError as exc:
+        raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
+    jobdir = choose_jobdir(settings, csv)
+    if not csv:
+        copy = jobdir / INPUT_COPY if jobdir is not None else None
+        if copy is None or not copy.is_file():
+            where = f" ({jobdir} has no {INPUT_COPY})" if jobdir is not None else ""
+            raise PreflightError(
+                "the check spider needs the input file: -a csv=PATH, or the --jobdir of a job, "
+                f"which keeps its own copy{where}",
+                ExitCode.INPUT_ERROR,
+            )
+        csv = spider_args["csv"] = str(copy)
+    recheck = spider_args.get("recheck") or settings.get("URLCHECK_RECHECK")
+    try:
+        if recheck:
+            settings.set("URLCHECK_RECHECK", str(recheck), priority="cmdline")
+        config = UrlcheckConfig.from_settings(settings)
+        CsvSource(csv).close()
+        check_proxy_store(config)
+    except (ConfigError, InputError) as exc:
+        raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
+    if recheck and jobdir is None:
+        raise PreflightError(
+            "recheck: re-checking rows needs a job (drop --no-job)", ExitCode.INPUT_ERROR
+        )
+    try:
+        check_coordinator(settings, spider_args, jobdir)  # one coordinator per distributed job
+    except ClusterError as exc:
+        raise PreflightError(str(exc), ExitCode.LOCKED) from None
+    if jobdir is None:
+        return None
+    settings.set("JOBDIR", str(jobdir), priority="cmdline")
+    try:
+        jobdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PreflightError(
+            f"cannot create the job directory {jobdir}: {exc.strerror} (--jobdir chooses "
+            "another, --no-job runs without one)",
+            ExitCode.INPUT_ERROR,
+        ) from None
+    lock = JobLock(jobdir)
+    try:
+        lock.acquire()
+    except JobLockedError as exc:
+        raise PreflightError(str(exc), ExitCode.LOCKED) from None
+    try:
+        check_input(jobdir, Path(csv), recheck=bool(recheck))
+    except JobError as exc:  # InputMismatchError among them
+        lock.release()
+        raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
+    return lock

@@ -1,0 +1,63 @@
+"""What the components of one crawl share, and the one way they find it.
+
+Scrapy builds the spider, the scheduler's queue, middlewares, pipelines and extensions
+separately; several need the same parsed config and live state (the hosts in back-off, the
+row feeder, the results file, the job, the proxy pool). Each asks :func:`runtime` for the
+crawl's :class:`Runtime` instead of reaching into the spider or into another component.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
+
+from urlcheck.config.crawlconfig import UrlcheckConfig
+from urlcheck.politeness.backoff import HostBackoff
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+    from pathlib import Path
+
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+    from urlcheck.check.result import Result
+    from urlcheck.cluster.crawl.runtime import ClusterRuntime
+    from urlcheck.input.feeder import HostFeeder
+    from urlcheck.jobs.context import JobContext
+    from urlcheck.jobs.resultsfile import ResultsPlan
+    from urlcheck.proxypool import ProxyPool
+
+
+class Runtime:
+    def __init__(self, config: UrlcheckConfig) -> None:
+        self.config = config
+        self.backoff = HostBackoff(config.backoff)
+        # Set by the check spider when its start() has read the input:
+        self.feeder: HostFeeder | None = None
+        self.results: ResultsPlan | None = None
+        self.job_context: JobContext | None = None
+        self.total_rows = 0
+        # Set by the proxy middleware when proxies are configured:
+        self.proxy_pool: ProxyPool | None = None
+        # Set by the check spider: the line of a row whose callback raised (None: not a row's).
+        self.row_error: Callable[[Response, BaseException], Result | None] | None = None
+        # Set by the check spider: how a cancel ends the rows in hand (JobControl calls it).
+        self.wind_down: Callable[[float], Awaitable[None]] | None = None
+        # Set by the check spider in distributed mode (REDIS_URL; docs/distributed.md):
+        self.cluster: ClusterRuntime | None = None
+
+    @property
+    def results_path(self) -> Path | None:
+        return self.results.path if self.results is not None else None
+
+
+_RUNTIMES: WeakKeyDictionary[Crawler, Runtime] = WeakKeyDictionary()
+
+
+def runtime(crawler: Crawler) -> Runtime:
+    """The crawl's runtime, made (and its settings parsed) on first use."""
+    found = _RUNTIMES.get(crawler)
+    if found is None:
+        found = _RUNTIMES[crawler] = Runtime(UrlcheckConfig.from_settings(crawler.settings))
+    return found
