@@ -22,10 +22,10 @@ from tests.cluster.test_crawl import REPO, scrapy_job
 from tests.conftest import project_settings
 from tests.redisserver import RedisServer
 from tests.sitefixture import ProxyServer, SiteServer
-from urlcheck.crawl.preflight import check_proxy_store
 from urlcheck.config.crawlconfig import UrlcheckConfig
 from urlcheck.config.proxies import ProxySettings
 from urlcheck.config.reader import ConfigError
+from urlcheck.crawl.preflight import check_proxy_store
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.proxypool import Outcome, ProxyPool
 

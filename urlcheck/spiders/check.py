@@ -393,7 +393,6 @@ class CheckSpider(Spider):
         request: Request = failure.request  # type: ignore[attr-defined]
         if request.meta[m.TASK].row in self._closed_rows:
             return None  # a cancel already gave this row its line
-        kind, message = classify_failure(failure)
         chain: list[Hop] = [*request.meta[m.CHAIN]]
         try:
             kind, message = classify_failure(failure)
