@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from ..config import PoolConfig
-    from ..health import State
-    from ..policy.choosing import Choice
-    from ..proxy import Proxy
+    from urlcheck.proxypool.config import PoolConfig
+    from urlcheck.proxypool.health import State
+    from urlcheck.proxypool.policy.choosing import Choice
+    from urlcheck.proxypool.proxy import Proxy
 
 __all__ = [
     "Acquired",

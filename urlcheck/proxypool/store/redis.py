@@ -38,17 +38,25 @@ from redis.exceptions import (
 )
 from redis.retry import Retry
 
-from ..health import IN_SERVICE, State
-from ..proxy import Proxy
-from .base import Acquired, Committed, PoolStore, Released, Shared, StoreUnavailable, cap_of
+from urlcheck.proxypool.health import IN_SERVICE, State
+from urlcheck.proxypool.proxy import Proxy
+from urlcheck.proxypool.store.base import (
+    Acquired,
+    Committed,
+    PoolStore,
+    Released,
+    Shared,
+    StoreUnavailable,
+    cap_of,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from redis.connection import ConnectionInterface
 
-    from ..config import PoolConfig
-    from ..policy.choosing import Choice
+    from urlcheck.proxypool.config import PoolConfig
+    from urlcheck.proxypool.policy.choosing import Choice
 
 __all__ = ["RedisStore", "key_prefix"]
 
