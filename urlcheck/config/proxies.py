@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from urlcheck.check.urls import redacted
 from urlcheck.cluster.config import redis_params
 from urlcheck.config.reader import ConfigError, SettingsReader
 from urlcheck.proxypool import ConfigError as PoolConfigError
@@ -153,8 +154,7 @@ class ProxySettings:
         cause = exc.__cause__
         if not isinstance(cause, AuthenticationError | NoPermissionError):
             return None
-        scheme, _, rest = self.store_uri.partition("://")
-        userinfo, at, hostpart = rest.partition("@")
+        userinfo, at, _ = self.store_uri.partition("://")[2].partition("@")
         if at:  # the URL's credentials win over REDIS_PARAMS (redis-py)
             setting = "REDIS_URL" if self.in_job_redis else "URLCHECK_PROXY_STORE"
         elif self.in_job_redis:
@@ -167,7 +167,7 @@ class ProxySettings:
                 reason = reason.replace(secret, "***")
         what = "permissions" if isinstance(cause, NoPermissionError) else "password or username"
         return (
-            f"setting {setting}: the proxy pool's Redis at {scheme}://{hostpart if at else rest} "
+            f"setting {setting}: the proxy pool's Redis at {redacted(self.store_uri)} "
             f"refused this client ({reason.rstrip('.')}): check the {what} "
             f"({'in REDIS_PARAMS or ' if self.in_job_redis else ''}in the URL)"
         )
