@@ -20,6 +20,7 @@ from urlcheck.cluster.config import redis_params
 from urlcheck.config.reader import ConfigError, SettingsReader
 from urlcheck.proxypool import ConfigError as PoolConfigError
 from urlcheck.proxypool import PoolConfig, PoolStore, Proxy, ProxySpecError, store_from_uri
+from urlcheck.redis.client import OptionError, check_options
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -199,6 +200,10 @@ def _store_uri(uri: str) -> str:
             f"setting URLCHECK_PROXY_STORE: expected memory://, redis://host:port/db, "
             f"rediss://... or unix:///path/to/redis.sock, got a {scheme or 'schemeless'} URI"
         )
+    try:
+        check_options(uri)
+    except OptionError as exc:
+        raise ConfigError(f"setting URLCHECK_PROXY_STORE: {exc}") from None
     return uri
 
 

@@ -17,11 +17,11 @@ from urlcheck.cluster.errors import ClusterError
 from urlcheck.cluster.frontier import Frontier, JobHost, PaceEvent, PaceRule
 from urlcheck.cluster.job import ClusterJob
 from urlcheck.cluster.leases import LeaseBook
-from urlcheck.cluster.scripts import Breaker
 from urlcheck.cluster.workers import WorkerInfo
 from urlcheck.config.reader import ConfigError
 from urlcheck.crawl import internals
 from urlcheck.crawl.runtime import runtime
+from urlcheck.redis.boundary import Breaker
 
 if TYPE_CHECKING:
     from scrapy import Spider
