@@ -22,6 +22,7 @@ from tests.cluster.test_crawl import REPO, scrapy_job
 from tests.conftest import project_settings
 from tests.redisserver import RedisServer
 from tests.sitefixture import ProxyServer, SiteServer
+from urlcheck.cluster.config import ClusterConfig
 from urlcheck.config.crawlconfig import UrlcheckConfig
 from urlcheck.config.proxies import ProxySettings
 from urlcheck.config.reader import ConfigError
@@ -73,9 +74,15 @@ def test_a_timeout_the_event_loop_cannot_wait_out_is_refused_wherever_it_is_give
     with pytest.raises(ConfigError, match=r"^setting REDIS_PARAMS: socket_timeout=30: expected"):
         parse(REDIS_URL="redis://r/0", REDIS_PARAMS={"password": SECRET, "socket_timeout": 30})
     url = f"redis://:{SECRET}@r/0?socket_connect_timeout=5"  # redis-py reads the query too
-    with pytest.raises(ConfigError, match=r"^setting REDIS_URL: socket_connect_timeout") as info:
-        parse(REDIS_URL=url)
-    assert SECRET not in str(info.value)
+    for read in (
+        lambda: parse(REDIS_URL=url),
+        lambda: ClusterConfig.from_settings(Settings({"REDIS_URL": url})),
+    ):
+        with pytest.raises(
+            ConfigError, match=r"^setting REDIS_URL: socket_connect_timeout"
+        ) as info:
+            read()
+        assert SECRET not in str(info.value)
     with pytest.raises(ConfigError, match=r"^setting URLCHECK_PROXY_STORE: socket_timeout"):
         parse(URLCHECK_PROXY_STORE="redis://r/0?socket_timeout=0")
 
@@ -149,7 +156,7 @@ def test_an_unreachable_stores_errors_never_show_the_password_of_its_url(
     pool = ProxyPool(parsed.proxies, parsed.pool, store=store)
     locked.stop()
     try:
-        with pytest.raises(StoreUnavailable, match=r"^proxy store acquire: Redis unavailable"):
+        with pytest.raises(StoreUnavailable, match=r"^proxy store \w+: Redis unavailable: "):
             pool.acquire("a.test")
     finally:
         locked.start()

@@ -103,6 +103,7 @@ class ProxySettings:
         read = SettingsReader(settings)
         job_redis = read.text("REDIS_URL", "").strip()
         store_uri = _store_uri(read.text("URLCHECK_PROXY_STORE", job_redis or "memory://"))
+        _check_options(store_uri, "URLCHECK_PROXY_STORE" if store_uri != job_redis else "REDIS_URL")
         in_job_redis = bool(job_redis) and store_uri.strip() == job_redis
         sticky = read.text("URLCHECK_PROXY_STICKY", "host").strip()
         column = None
@@ -200,11 +201,15 @@ def _store_uri(uri: str) -> str:
             f"setting URLCHECK_PROXY_STORE: expected memory://, redis://host:port/db, "
             f"rediss://... or unix:///path/to/redis.sock, got a {scheme or 'schemeless'} URI"
         )
+    return uri
+
+
+def _check_options(uri: str, setting: str) -> None:
+    """Timeouts in a Redis URL's query that the event loop cannot wait out."""
     try:
         check_options(uri)
     except OptionError as exc:
-        raise ConfigError(f"setting URLCHECK_PROXY_STORE: {exc}") from None
-    return uri
+        raise ConfigError(f"setting {setting}: {exc}") from None
 
 
 def _pool_name(name: str) -> str:
