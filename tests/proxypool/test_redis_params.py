@@ -261,3 +261,18 @@ def test_a_password_in_redis_url_stays_out_of_the_log_and_the_job_files(
     everything = [text, done.stdout, done.stderr, status.stdout, status.stderr, cleaned.stdout]
     everything += [p.read_text() for p in (tmp_path / "job").iterdir() if p.suffix == ".json"]
     assert not [text for text in everything if SECRET in text]
+
+
+def test_an_acl_without_the_pools_commands_names_the_permissions() -> None:
+    """A user the server lets in but not run scripts: the store's first call is refused, and
+    the refusal (its cause kept by the boundary) names the setting, never the password."""
+    acl = ("--user", "reader", "on", f">{SECRET}", "~*", "+@read", "+@connection")
+    with RedisServer(options=acl) as server:
+        url = f"redis://reader:{SECRET}@127.0.0.1:{server.port}/0"
+        config = UrlcheckConfig.from_settings(project_settings(**PROXIES, URLCHECK_PROXY_STORE=url))
+        with pytest.raises(ConfigError, match="check the permissions") as info:
+            check_proxy_store(config)
+    assert str(info.value).startswith(
+        f"setting URLCHECK_PROXY_STORE: the proxy pool's Redis at redis://127.0.0.1:{server.port}/0"
+    )
+    assert SECRET not in str(info.value)
