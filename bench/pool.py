@@ -66,7 +66,7 @@ def make_store(url: str, name: str) -> PoolStore:
 def drop_pool(store: PoolStore) -> None:
     """Delete a bench pool's keys from Redis (their names are known: no KEYS needed)."""
     if isinstance(store, RedisStore):
-        client = store._client
+        client = store.link.client
         client.delete(*store._k.values())
 
 
@@ -183,7 +183,7 @@ def ping_rate(store_url: str, count: int) -> float:
     """Round trips per second that do nothing: the floor the machine and network set."""
     store = make_store(store_url, "bench-ping")
     assert isinstance(store, RedisStore)
-    client = store._client
+    client = store.link.client
     client.ping()
     start = time.perf_counter()
     for _ in range(count):
@@ -197,7 +197,7 @@ def server_cpu(store_url: str) -> float:
     """CPU seconds the Redis server has used (all its clients')."""
     store = make_store(store_url, "bench-cpu")
     assert isinstance(store, RedisStore)
-    info = store._client.info("cpu")
+    info = store.link.client.info("cpu")
     store.close()
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 

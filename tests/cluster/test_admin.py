@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING
 import pytest
 from scrapy.settings import Settings
 
-from urlcheck.cluster import ClusterError, ClusterJob, Frontier, JobKeys, Task, WorkerInfo, connect
+from urlcheck.cluster import (
+    ClusterError,
+    ClusterJob,
+    ClusterUnavailableError,
+    Frontier,
+    JobKeys,
+    Task,
+    WorkerInfo,
+    connect,
+)
 from urlcheck.cluster.admin import (
     check_coordinator,
     clean,
@@ -19,7 +28,6 @@ from urlcheck.cluster.admin import (
     cluster_status,
     format_cluster,
 )
-from urlcheck.cluster.scripts import guarded
 from urlcheck.cluster.task import TaskCodecError, encode_entry
 
 if TYPE_CHECKING:
@@ -85,8 +93,11 @@ def test_preflight_lets_the_crawl_wait_for_an_unreachable_redis() -> None:
 def test_boundary_errors_are_named(client: redis.Redis) -> None:
     with pytest.raises(ClusterError, match="REDIS_URL"):
         connect("nonsense://x")
-    with pytest.raises(ClusterError, match="Redis error"):
-        guarded(client.execute_command, "NOSUCHCOMMAND")
+    client.set("uc:{j}:meta", "not a hash")  # Redis refuses the script's HEXISTS
+    with pytest.raises(ClusterError, match=r"^job control: Redis error: WRONGTYPE") as refused:
+        ClusterJob(client, "j").control("pause")
+    assert not isinstance(refused.value, ClusterUnavailableError)
+    assert type(refused.value.__cause__).__name__ == "ResponseError"
     with pytest.raises(KeyError):
         JobKeys("j").key("nope")
     assert JobKeys("j").host_state("a.test") == "uc:{j}:h:a.test"

@@ -6,8 +6,8 @@ import pytest
 from scrapy.settings import Settings
 
 from tests.conftest import project_settings
+from urlcheck.check.urls import redacted
 from urlcheck.cluster.config import ClusterConfig, check_cluster
-from urlcheck.cluster.crawl.runtime import redacted
 from urlcheck.config.crawlconfig import ConfigError, UrlcheckConfig
 from urlcheck.spiders.check import CLUSTER_SCHEDULER, CheckSpider
 
@@ -63,5 +63,9 @@ def test_the_scheduler_changes_only_with_redis_url() -> None:
 
 def test_passwords_stay_out_of_logs_and_job_files() -> None:
     assert redacted("redis://:s3cret@r:6379/0") == "redis://r:6379/0"
-    assert redacted("rediss://user:s3cret@r/1") == "rediss://user@r/1"
+    assert redacted("rediss://user:s3cret@r/1") == "rediss://r/1"  # an ACL user too
     assert redacted("redis://r:6379/0") == "redis://r:6379/0"
+    assert redacted("redis://:s3/cr?et@r/0") == "redis://r/0"  # left unescaped
+    assert redacted("rediss://r/0?password=s3cret&ssl_ca_certs=/ca.pem") == (
+        "rediss://r/0?ssl_ca_certs=/ca.pem"  # redis-py reads a password there too
+    )

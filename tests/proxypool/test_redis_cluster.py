@@ -41,7 +41,7 @@ def test_processes_given_different_nodes_share_one_pool(cluster: RedisClusterSer
     (one, store_one), (two, store_two) = (
         pool_at(node.url, seed, config, "shared") for seed, node in enumerate(others, 1)
     )
-    assert store_one._where == store_two._where == f"127.0.0.1:{owner.port}"
+    assert store_one.link.where == store_two.link.where == f"127.0.0.1:{owner.port}"
     leases = [one.acquire("a.test"), two.acquire("a.test")]
     assert {lease.proxy.id for lease in leases} == {p.id for p in one.proxies}
     with pytest.raises(LeaseCapReached):  # caps of 1 across both processes
@@ -62,7 +62,7 @@ def test_the_store_follows_its_slot_to_another_node(cluster: RedisClusterServers
     cluster.move_slot(meta, target)  # resharded, keys and all
     with pytest.raises(StoreUnavailable, match="now asking that node"):
         pool.acquire("a.test")  # the old node answers MOVED: the store turns to the new one
-    assert store._where == f"127.0.0.1:{target.port}"
+    assert store.link.where == f"127.0.0.1:{target.port}"
     other = pool.acquire("a.test")  # the held lease moved with the slot: the other proxy
     assert other.proxy != held.proxy
     with pytest.raises(LeaseCapReached):
@@ -83,7 +83,7 @@ def test_when_the_slots_node_dies_the_store_asks_the_node_it_was_given(tmp_path:
         seed, spare = (node for node in cl.nodes if node is not owner)
         pool, store = pool_at(seed.url, 1, PoolConfig(), "failover")
         pool.release(pool.acquire("a.test"), OK)
-        assert store._where == f"127.0.0.1:{owner.port}"
+        assert store.link.where == f"127.0.0.1:{owner.port}"
         cl.move_slot(meta, spare)  # its replica took over, say, with the pool's keys
         owner.stop()
         said = []
@@ -93,7 +93,7 @@ def test_when_the_slots_node_dies_the_store_asks_the_node_it_was_given(tmp_path:
                 break
             except StoreUnavailable as exc:
                 said.append(str(exc))
-        assert store._where == f"127.0.0.1:{spare.port}"
+        assert store.link.where == f"127.0.0.1:{spare.port}"
         assert any(f"asking 127.0.0.1:{seed.port} again" in m for m in said), said
         assert any("now asking that node" in m for m in said), said
         pool.release(pool.acquire("a.test"), OK)

@@ -22,12 +22,14 @@ from tests.cluster.test_crawl import REPO, scrapy_job
 from tests.conftest import project_settings
 from tests.redisserver import RedisServer
 from tests.sitefixture import ProxyServer, SiteServer
+from urlcheck.cluster.config import ClusterConfig
 from urlcheck.config.crawlconfig import UrlcheckConfig
 from urlcheck.config.proxies import ProxySettings
 from urlcheck.config.reader import ConfigError
 from urlcheck.crawl.preflight import check_proxy_store
 from urlcheck.jobs.exitcodes import ExitCode
-from urlcheck.proxypool import Outcome, ProxyPool
+from urlcheck.proxypool import Outcome, ProxyPool, StoreUnavailable
+from urlcheck.proxypool.store.redis import RedisStore
 
 PROXIES = {"URLCHECK_PROXIES": ["http://127.0.0.20:3128"]}
 SECRET = "pool-Secret-7f3a"  # the test server's password
@@ -68,8 +70,26 @@ def locked() -> Iterator[RedisServer]:
         yield server
 
 
+def test_a_timeout_the_event_loop_cannot_wait_out_is_refused_wherever_it_is_given() -> None:
+    with pytest.raises(ConfigError, match=r"^setting REDIS_PARAMS: socket_timeout=30: expected"):
+        parse(REDIS_URL="redis://r/0", REDIS_PARAMS={"password": SECRET, "socket_timeout": 30})
+    url = f"redis://:{SECRET}@r/0?socket_connect_timeout=5"  # redis-py reads the query too
+    for read in (
+        lambda: parse(REDIS_URL=url),
+        lambda: ClusterConfig.from_settings(Settings({"REDIS_URL": url})),
+    ):
+        with pytest.raises(
+            ConfigError, match=r"^setting REDIS_URL: socket_connect_timeout"
+        ) as info:
+            read()
+        assert SECRET not in str(info.value)
+    with pytest.raises(ConfigError, match=r"^setting URLCHECK_PROXY_STORE: socket_timeout"):
+        parse(URLCHECK_PROXY_STORE="redis://r/0?socket_timeout=0")
+
+
 def test_the_pool_works_with_the_password_only_in_redis_params(locked: RedisServer) -> None:
-    # The store keeps its own choices whatever REDIS_PARAMS says.
+    # The client's own choices (urlcheck.redis.client) win whatever REDIS_PARAMS says; a
+    # timeout up to 2 s is REDIS_PARAMS's, as for the job's own client.
     mine = {"socket_timeout": 2, "protocol": 3, "retry_on_timeout": True, "decode_responses": False}
     parsed = parse(REDIS_URL=locked.url, REDIS_PARAMS={"password": SECRET, **mine})
     assert "@" not in parsed.store_uri
@@ -78,13 +98,15 @@ def test_the_pool_works_with_the_password_only_in_redis_params(locked: RedisServ
         lease = pool.acquire("a.test")
         assert lease.proxy.id == parsed.proxies[0].id
         pool.release(lease, Outcome(status=200, latency=0.1))
-        kwargs = pool._store._client.connection_pool.connection_kwargs  # type: ignore[attr-defined]
+        client = pool._store.link.client  # type: ignore[attr-defined]
+        kwargs = client.connection_pool.connection_kwargs
         assert kwargs["password"] == SECRET
         assert (kwargs["protocol"], kwargs["socket_timeout"], kwargs["decode_responses"]) == (
             2,
-            1.5,
+            2,
             True,
         )
+        assert kwargs["socket_connect_timeout"] == 1.5  # not given: the default
         assert kwargs["retry"].get_retries() == 0
         assert "ssl_ca_certs" not in kwargs  # not asked for here
     finally:
@@ -122,6 +144,25 @@ def test_a_refused_password_names_the_setting_and_never_shows_it(
     assert message.startswith(f"setting {setting}: the proxy pool's Redis at redis://127.0.0.1:")
     assert "refused this client" in message
     assert SECRET not in message
+
+
+def test_an_unreachable_stores_errors_never_show_the_password_of_its_url(
+    locked: RedisServer,
+) -> None:
+    url = f"redis://:{SECRET}@127.0.0.1:{locked.port}/0"
+    parsed = parse(URLCHECK_PROXY_STORE=url)
+    store = parsed.store_for(None)
+    assert isinstance(store, RedisStore)
+    pool = ProxyPool(parsed.proxies, parsed.pool, store=store)
+    locked.stop()
+    try:
+        with pytest.raises(StoreUnavailable, match=r"^proxy store \w+: Redis unavailable: "):
+            pool.acquire("a.test")
+    finally:
+        locked.start()
+    outputs = [repr(store), store.link.where, repr(pool.snapshot()), str(pool.acquire("a.test"))]
+    pool.close()
+    assert [text for text in outputs if SECRET in text] == []
 
 
 def test_an_unreachable_store_is_left_to_the_crawl() -> None:
@@ -189,3 +230,49 @@ def test_a_distributed_crawl_and_its_clean_with_the_password_in_redis_params(
     everything = [log.read_text(), results, done.stdout, done.stderr, cleaned.stdout]
     everything += [p.read_text() for p in (tmp_path / "job").iterdir() if p.suffix == ".json"]
     assert not [text for text in everything if SECRET in text]
+
+
+@pytest.mark.crawl
+def test_a_password_in_redis_url_stays_out_of_the_log_and_the_job_files(
+    locked: RedisServer, tmp_path: Path
+) -> None:
+    """The job's Redis is named in the log and in cluster.json without its password, and
+    ``scrapy job status`` reaches it with cluster.json's URL and the password in REDIS_PARAMS."""
+    url = f"redis://:{SECRET}@127.0.0.1:{locked.port}/0"
+    with SiteServer(("127.0.0.2",), log_path=tmp_path / "site.jsonl") as site:
+        csv = tmp_path / "urls.csv"
+        csv.write_text(f"url\n{site.url('127.0.0.2', '/chain/1')}\n")
+        log = tmp_path / "crawl.log"
+        done = scrapy_crawl(
+            tmp_path, "-a", "job=inurl", "-a", f"csv={csv}", "-s", f"REDIS_URL={url}",
+            "-s", f"JOBDIR={tmp_path / 'job'}", "-s", f"LOG_FILE={log}",
+        )  # fmt: skip
+    text = log.read_text()
+    assert done.returncode == 0, text[-3000:]
+    cluster = json.loads((tmp_path / "job" / "cluster.json").read_text())
+    assert cluster == {"job": "inurl", "redis_url": locked.url}
+    assert f"of job 'inurl' on {locked.url}" in text
+    right = json.dumps({"password": SECRET})
+    status = scrapy_job("status", str(tmp_path / "job"), "-s", f"REDIS_PARAMS={right}")
+    assert status.returncode == 0, status.stderr
+    assert "cluster: job 'inurl' done" in status.stdout
+    cleaned = scrapy_job("clean", "inurl", "-s", f"REDIS_URL={url}")
+    assert cleaned.returncode == 0, cleaned.stderr
+    everything = [text, done.stdout, done.stderr, status.stdout, status.stderr, cleaned.stdout]
+    everything += [p.read_text() for p in (tmp_path / "job").iterdir() if p.suffix == ".json"]
+    assert not [text for text in everything if SECRET in text]
+
+
+def test_an_acl_without_the_pools_commands_names_the_permissions() -> None:
+    """A user the server lets in but not run scripts: the store's first call is refused, and
+    the refusal (its cause kept by the boundary) names the setting, never the password."""
+    acl = ("--user", "reader", "on", f">{SECRET}", "~*", "+@read", "+@connection")
+    with RedisServer(options=acl) as server:
+        url = f"redis://reader:{SECRET}@127.0.0.1:{server.port}/0"
+        config = UrlcheckConfig.from_settings(project_settings(**PROXIES, URLCHECK_PROXY_STORE=url))
+        with pytest.raises(ConfigError, match="check the permissions") as info:
+            check_proxy_store(config)
+    assert str(info.value).startswith(
+        f"setting URLCHECK_PROXY_STORE: the proxy pool's Redis at redis://127.0.0.1:{server.port}/0"
+    )
+    assert SECRET not in str(info.value)

@@ -47,7 +47,7 @@ def test_scripts_ship_as_package_data_and_scan_no_keyspace() -> None:
     lua = resources.files("urlcheck.proxypool.store").joinpath("lua")
     names = sorted(p.name for p in lua.iterdir() if p.name.endswith(".lua"))
     assert names == [
-        "_view.lua",
+        "_prelude.lua",
         "acquire.lua",
         "claim.lua",
         "commit.lua",
@@ -86,12 +86,12 @@ def test_a_server_without_client_reply_answers_releases_read_with_the_next_call(
             lease = pool.acquire("a.test")
             pool.release(lease, OK)
         assert (store.round_trips - before, store.commands - sent) == (50, 100)
-        assert store._owed == 1  # the last release's answer, read with the next call's
+        assert store.link._owed == 1  # the last release's answer, read with the next call's
         client = server.client()
         assert client.zcard(store._k["leases"]) == 0
         assert set(client.hvals(store._k["active"])) == {b"0"}
         pool.release(pool.acquire("a.test"), OK)
-        assert store._owed == 1
+        assert store.link._owed == 1
         client.close()
         pool.close()
 

@@ -77,6 +77,8 @@ def test_credentials_never_in_any_output(caplog: pytest.LogCaptureFixture) -> No
     outputs.extend(r.getMessage() for r in caplog.records)
     outputs.append(caplog.text)
     for bad in (
+        f"http://{USER}:{PASSWORD}/x@h:1",  # a password with an unescaped "/"
+        f"http://{USER}:{PASSWORD}@h:1/p@th",
         f"socks5://{USER}:{PASSWORD}@h:1",
         f"http://{USER}:{PASSWORD}@h:notaport",
         f"http://{USER}:{PASSWORD}@h:1/path",

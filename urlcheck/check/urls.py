@@ -27,6 +27,7 @@ __all__ = [
     "hop_kind",
     "host_key",
     "normalise_input",
+    "redacted",
     "refresh_target",
     "resolve_location",
     "same_target",
@@ -381,6 +382,23 @@ def without_userinfo(url: str) -> str:
     if "@" not in authority:
         return url
     return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{tail}"
+
+
+def redacted(url: str) -> str:
+    """``url`` for logs, messages and job files: without its user and password, and without a
+    ``password`` in its query (redis-py reads one there). Any scheme (a proxy's, a Redis URL),
+    even a URL that does not parse: everything up to the last ``@`` goes, so a password with an
+    unescaped ``/``, ``?`` or ``@`` goes too (a path or query with an ``@`` goes with it).
+    """
+    scheme, sep, rest = url.strip().partition("://")
+    if not sep:
+        scheme, rest = "", scheme
+    rest = rest.rpartition("@")[2]
+    before, question, query = rest.partition("?")
+    if question:
+        kept = [p for p in query.split("&") if p.partition("=")[0].lower() != "password"]
+        rest = f"{before}?{'&'.join(kept)}" if kept else before
+    return f"{scheme}{sep}{rest}"
 
 
 def _normalise_escapes(part: str) -> str:

@@ -106,9 +106,9 @@ def clean(
     job = ClusterJob(connect(redis_url, **(redis_params or {})), job_name)
     try:
         deleted = job.clean()
-        pool = clean_own_pool(job.client, job_name)
+        pool = clean_own_pool(job)
     finally:
-        job.client.close()
+        job.close()
     out.write(f"cluster: removed {deleted} keys of job {job_name!r}\n")
     out.write(f"cluster: {pool.describe()}\n")
     return deleted + pool.deleted
@@ -151,4 +151,4 @@ def check_coordinator(
     except ClusterUnavailableError:
         return
     finally:
-        cluster.client.close()
+        cluster.close()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.cluster.keys import check_job_name
 from urlcheck.config.reader import ConfigError, SettingsReader
+from urlcheck.redis.client import OptionError, check_options
 
 if TYPE_CHECKING:
     from urlcheck.config.reader import Settings
@@ -36,6 +37,10 @@ class ClusterConfig:
         url = read.text("REDIS_URL", "").strip()
         if not url:
             return None
+        try:
+            check_options(url)
+        except OptionError as exc:
+            raise ConfigError(f"setting REDIS_URL: {exc}") from None
         params = redis_params(settings)
         timeout = read.number("DOWNLOAD_TIMEOUT", 180.0)
         extra = read.number("URLCHECK_CLUSTER_LEASE_EXTRA", 10.0, minimum=5.0)
@@ -66,13 +71,18 @@ class ClusterConfig:
 
 def redis_params(settings: Settings) -> dict[str, Any]:
     """``REDIS_PARAMS``: options for every client of the job's Redis (the job's own and, when it
-    lives there, the proxy pool's)."""
+    lives there, the proxy pool's), with timeouts the event loop can wait out."""
     try:
-        return dict(settings.getdict("REDIS_PARAMS"))
+        params = dict(settings.getdict("REDIS_PARAMS"))
     except (TypeError, ValueError):
         # its type only: a malformed dict may well hold the password
         kind = type(settings.get("REDIS_PARAMS")).__name__
         raise ConfigError(f"setting REDIS_PARAMS: expected a dict, got a {kind}") from None
+    try:
+        check_options("", params)
+    except OptionError as exc:
+        raise ConfigError(f"setting REDIS_PARAMS: {exc}") from None
+    return params
 
 
 def check_cluster(settings: Settings, spider_args: Mapping[str, str]) -> ClusterConfig | None:

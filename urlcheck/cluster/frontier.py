@@ -5,7 +5,8 @@ ready), and the next request no earlier than ``max(dispatch + delay, done + dela
 Redis's clock, where ``until`` ends a 429/503 back-off. Each request costs two round trips:
 ``claim`` (one lease per ready host, up to the free download places) and ``complete`` (release
 and outcome in one atomic step). ``renew`` extends all of a process's leases and records its
-heartbeat in one call every few seconds.
+heartbeat in one call every few seconds. Every public method raises ClusterUnavailableError or
+ClusterError when Redis fails (the boundary, urlcheck.redis.boundary).
 """
 
 from __future__ import annotations
@@ -14,17 +15,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from urlcheck.cluster.circuit import decode_evidence
-from urlcheck.cluster.errors import ClusterError
+from urlcheck.cluster.errors import ClusterBoundary, ClusterError
+from urlcheck.cluster.evidence import decode_evidence
 from urlcheck.cluster.keys import JobKeys
-from urlcheck.cluster.scripts import Breaker, Scripts, guarded, pairs, text
+from urlcheck.cluster.scripts import JobScripts, pairs, text
 from urlcheck.cluster.task import Task, decode_entry, encode_entry
+from urlcheck.politeness.pace import CONVERGED, FORGET_AFTER, MIN_STEP
+from urlcheck.redis.link import Link
 
 if TYPE_CHECKING:
     import redis
 
     from urlcheck.cluster.workers import WorkerInfo
     from urlcheck.politeness.circuit import Unavailable
+    from urlcheck.redis.boundary import Breaker
 
 # Expired leases reaped per claim: bounds the script's run time after a mass failure.
 REAP_LIMIT = 16
@@ -106,11 +110,26 @@ class JobHost:
 
 @dataclass(frozen=True, slots=True)
 class PaceRule:
-    """The learned pace's settings (politeness/pace.py), applied in Redis with each answer."""
+    """The learned pace's settings and constants (politeness/pace.py), sent with each answer to
+    the rule in Redis (pace_step, lua/_prelude.lua): its numbers are pace.py's alone."""
 
     floor: float = 0.3
     maximum: float = 10.0
     ease_after: int = 20
+    min_step: float = MIN_STEP
+    converged: float = CONVERGED
+    forget_after: int = FORGET_AFTER
+
+    def args(self) -> list[str | int]:
+        """As complete.lua reads them (floats by repr: the same double in Lua)."""
+        return [
+            repr(float(self.floor)),
+            repr(float(self.maximum)),
+            self.ease_after,
+            repr(float(self.min_step)),
+            repr(float(self.converged)),
+            self.forget_after,
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +148,9 @@ class Then:
     ttl: float
 
 
-class Frontier:
+class Frontier(ClusterBoundary):
+    subject = "frontier"
+
     def __init__(
         self, client: redis.Redis, job: str, *, owner: str, breaker: Breaker | None = None
     ) -> None:
@@ -137,24 +158,26 @@ class Frontier:
             raise ClusterError(f"worker id {owner!r}: expected a non-empty id without '|'")
         self.keys = JobKeys(job)
         self.owner = owner
-        self.scripts = Scripts(client, self.keys, breaker)
-        self.client = client
+        self.link = Link(client)
+        self.scripts = JobScripts(self.link, self.keys)
         self.breaker = breaker
         self.pace = PaceRule()
 
     @property
     def round_trips(self) -> int:
-        return self.scripts.calls
+        return self.link.round_trips
 
     def push(self, items: Iterable[tuple[str, Task]], *, front: bool = False) -> int:
         """Queue tasks on their hosts (new rows at the back, marked as fed; ``front`` for
         hops and retries); rows already done are skipped. Returns how many were queued."""
         args: list[str | int] = ["1" if front else "0"]
+        hosts: dict[str, None] = {}
         for host, task in items:
             args += [host, encode_entry(task)]
+            hosts[host] = None
         if len(args) == 1:
             return 0
-        return int(self.scripts.run("push", *args))
+        return int(self.scripts.run("push", *args, hosts=hosts))
 
     def claim(self, n: int, *, ttl: float, delay: float) -> Claim:
         """Lease up to ``n`` ready hosts for ``ttl`` seconds. ``delay`` is this process's
@@ -239,7 +262,6 @@ class Frontier:
         then: Then | None = None,
         pace: PaceEvent | None = None,
     ) -> Completion:
-        rule = self.pace
         retry_after = "-1" if pace is None or pace.retry_after is None else repr(pace.retry_after)
         reply = self.scripts.run(
             "complete",
@@ -258,9 +280,8 @@ class Frontier:
             REAP_LIMIT,
             "" if pace is None else pace.kind,
             retry_after,
-            repr(float(rule.floor)),
-            repr(float(rule.maximum)),
-            rule.ease_after,
+            *self.pace.args(),
+            hosts=(lease.host, next_host),
         )
         claim = _claim(reply[2:]) if then and then.n > 0 else None
         return Completion(bool(reply[0]), bool(reply[1]), claim)
@@ -269,18 +290,15 @@ class Frontier:
 
     def strike(self, host: str) -> int:
         """One more row of ``host`` exhausted its tries; returns its count in a row."""
-        self.scripts.calls += 1
-        key = self.keys.key("strikes")
-        return int(guarded(self.client.hincrby, key, host, 1, breaker=self.breaker))
+        return int(self.link.call("HINCRBY", self.keys.key("strikes"), host, 1))
 
     def clear_strikes(self, host: str) -> None:
-        self.scripts.calls += 1
-        guarded(self.client.hdel, self.keys.key("strikes"), host, breaker=self.breaker)
+        self.link.call("HDEL", self.keys.key("strikes"), host)
 
     def give_up(self, host: str, evidence: str) -> tuple[bool, str]:
         """Give ``host`` up for the job unless it was already; returns whether this call did,
         and the evidence that stands (``"<since ms>|<evidence>"``)."""
-        new, value = self.scripts.run("giveup", host, evidence)
+        new, value = self.scripts.run("giveup", host, evidence, hosts=(host,))
         return bool(int(new)), text(value)
 
     def hosts(self) -> dict[str, JobHost]:

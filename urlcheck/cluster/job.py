@@ -1,19 +1,24 @@
 """A job's shared state seen from the coordinator and from ``scrapy job``: opening it (again,
 after Redis lost it), control (pause/resume/cancel for every process), status with the list of
-workers, the results stream, finishing with expiry, and ``clean``."""
+workers, the results stream, finishing with expiry, and ``clean``. Every public method raises
+ClusterUnavailableError or ClusterError when Redis fails (the boundary, urlcheck.redis.boundary)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import redis
-
-from urlcheck.cluster.errors import ClusterError
+from urlcheck.cluster.errors import ClusterBoundary, ClusterError
 from urlcheck.cluster.keys import JobKeys
-from urlcheck.cluster.scripts import Breaker, Scripts, guarded, pairs, text
+from urlcheck.cluster.scripts import JobScripts, pairs, text
 from urlcheck.cluster.workers import WorkerInfo, WorkerStatus
+from urlcheck.redis.link import Link
+
+if TYPE_CHECKING:
+    import redis
+
+    from urlcheck.redis.boundary import Breaker
 
 GROUP = "collect"
 # One coordinator per job (it holds the JOBDIR lock), so one fixed consumer name: after a
@@ -56,16 +61,28 @@ class ClusterStatus:
     coordinator_place: str  # "<machine>:<JOBDIR>" it runs from
 
 
-class ClusterJob:
+class ClusterJob(ClusterBoundary):
+    subject = "job"
+
     def __init__(self, client: redis.Redis, job: str, *, breaker: Breaker | None = None) -> None:
         self.client = client
         self.keys = JobKeys(job)
+        self.link = Link(client)
         self.breaker = breaker
-        self.scripts = Scripts(client, self.keys, breaker)
+        self.scripts = JobScripts(self.link, self.keys)
 
     @property
     def job(self) -> str:
         return self.keys.job
+
+    @property
+    def round_trips(self) -> int:
+        return self.link.round_trips
+
+    def close(self) -> None:
+        """Close its connections and its client (``scrapy job``'s commands make one for it)."""
+        self.link.close()
+        self.client.close()
 
     def open(self, coordinator: str, *, hold: float = 0.0, place: str = "") -> bool:
         """Create the job's state if Redis has none; True when it was created (a new job,
@@ -86,8 +103,7 @@ class ClusterJob:
 
     def fed_rows(self) -> bytes:
         """The ``fed`` bitmap (bit n = row n was queued), as Redis stores it."""
-        value = guarded(self.client.get, self.keys.key("fed"), breaker=self.breaker)
-        return bytes(value or b"")
+        return bytes(self.link.call("GET", self.keys.key("fed")) or b"")
 
     def collect(
         self, count: int, *, pending: bool = False, acknowledge: list[str] | None = None
@@ -95,21 +111,23 @@ class ClusterJob:
         """Up to ``count`` committed results not acknowledged yet; ``pending`` reads again
         those handed out before (after a coordinator restart), else new ones. Never blocks.
         ``acknowledge`` forgets entries already on disk, in the same round trip."""
-        pipe = self.client.pipeline(transaction=False)
+        from redis.exceptions import ResponseError
+
+        pipe = self.link.pipeline(transaction=False)
         stream = self.keys.key("results")
         if acknowledge:
             pipe.xack(stream, GROUP, *acknowledge)
             pipe.xdel(stream, *acknowledge)
         pipe.hmget(self.keys.key("meta"), ["control", "status"])
         pipe.xreadgroup(GROUP, CONSUMER, {stream: "0" if pending else ">"}, count=count)
-        *_, meta, read = guarded(pipe.execute, raise_on_error=False, breaker=self.breaker)
+        *_, meta, read = pipe.execute(raise_on_error=False)
         if isinstance(meta, Exception):
-            raise ClusterError(f"Redis error: {meta}")
+            raise meta
         control, status = (text(v) if v is not None else "" for v in meta)
-        if isinstance(read, redis.ResponseError) and "NOGROUP" in str(read):
+        if isinstance(read, ResponseError) and "NOGROUP" in str(read):
             return Collection(True, control, status, ())
         if isinstance(read, Exception):
-            raise ClusterError(f"Redis error: {read}")
+            raise read
         results: list[Collected] = []
         for _stream, entries in read or []:
             for entry_id, fields in entries:
@@ -125,10 +143,10 @@ class ClusterJob:
         """The lines are on disk: forget them."""
         if not entry_ids:
             return
-        pipe = self.client.pipeline(transaction=True)
-        pipe.xack(self.keys.key("results"), GROUP, *entry_ids)
-        pipe.xdel(self.keys.key("results"), *entry_ids)
-        guarded(pipe.execute, breaker=self.breaker)
+        with self.link.pipeline(transaction=True) as pipe:
+            pipe.xack(self.keys.key("results"), GROUP, *entry_ids)
+            pipe.xdel(self.keys.key("results"), *entry_ids)
+            pipe.execute()
 
     def status(self) -> ClusterStatus:
         now_raw, meta_flat, ready, in_flight, paused_flat, workers_flat = self.scripts.run("status")
@@ -164,13 +182,13 @@ class ClusterJob:
         deleted = 0
         batch: list[Any] = []
         pattern = self.keys.prefix + "*"
-        for key in guarded(lambda: list(self.client.scan_iter(match=pattern, count=1000))):
+        for key in list(self.link.others().scan_iter(match=pattern, count=1000)):
             batch.append(key)
             if len(batch) >= 500:
-                deleted += int(guarded(self.client.delete, *batch))
+                deleted += int(self.link.call("DEL", *batch))
                 batch = []
         if batch:
-            deleted += int(guarded(self.client.delete, *batch))
+            deleted += int(self.link.call("DEL", *batch))
         return deleted
 
 

@@ -1,5 +1,5 @@
 """Where a job lives in Redis: every key under ``uc:{<job>}:``, one hash tag per job so a whole
-job sits in one Redis Cluster slot and every script may touch all of its keys."""
+job sits in one Redis Cluster slot, its hosts' keys included."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from urlcheck.cluster.errors import ClusterError
 
 _JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
-# The job's fixed keys, in the order the scripts unpack them (lua/common.lua).
+# The job's fixed keys (a script is given those it touches: scripts.py).
 FIXED = (
     "meta",  # hash: job, status, control, created, finished, fed, committed, reaped, dropped
     "ready",  # zset: host -> first ms it may be sent to; hosts with work and no lease
@@ -65,3 +65,7 @@ class JobKeys:
 
     def host_state(self, host: str) -> str:
         return f"{self.prefix}h:{host}"
+
+    def of_host(self, host: str) -> tuple[str, str]:
+        """The host's queue and state."""
+        return self.queue(host), self.host_state(host)

@@ -14,13 +14,12 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from urlcheck.cluster.errors import ClusterError
-from urlcheck.cluster.scripts import guarded, text
+from urlcheck.cluster.errors import ClusterBoundary, ClusterError
+from urlcheck.cluster.scripts import text
 from urlcheck.proxypool.store.redis import key_prefix
+from urlcheck.redis.link import Link
 
 if TYPE_CHECKING:
-    import redis
-
     from urlcheck.cluster.job import ClusterJob
 
 logger = logging.getLogger(__name__)
@@ -37,12 +36,22 @@ def users_key(pool: str) -> str:
 def record_user(job: ClusterJob, pool: str, *, own: bool) -> None:
     """This job uses `pool`: as its own (the name defaulted to the job's) or by name. A failure
     is logged: the pool then stays when the job is cleaned."""
+    users = PoolUsers(job)
     try:
-        guarded(
-            job.client.hset, users_key(pool), job.job, OWN if own else NAMED, breaker=job.breaker
-        )
+        users.record(pool, own=own)
     except ClusterError as exc:
         logger.warning("Proxy pool %r: could not record its use by job %r: %s", pool, job.job, exc)
+    finally:
+        users.link.close()
+
+
+def clean_own_pool(job: ClusterJob) -> PoolCleanup:
+    """Delete the pool named after the job when the job alone used it as its own."""
+    users = PoolUsers(job)
+    try:
+        return users.clean_own_pool()
+    finally:
+        users.link.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,28 +72,34 @@ class PoolCleanup:
         return f"kept the {self.kept} keys of proxy pool {self.pool!r}: {why}"
 
 
-def clean_own_pool(client: redis.Redis, job: str) -> PoolCleanup:
-    """Delete the pool named after `job` when the job alone used it as its own."""
-    prefix = key_prefix(job)
-    users = {text(k): text(v) for k, v in guarded(client.hgetall, users_key(job)).items()}
-    keys = scan(client, prefix)
-    if users != {job: OWN}:
-        others = tuple(sorted(name for name in users if name != job))
-        return PoolCleanup(job, 0, len(keys), others)
-    return PoolCleanup(job, delete(client, keys), 0, ())
+class PoolUsers(ClusterBoundary):
+    """The users hash of the pools in the job's Redis. A link of its own: on a Redis Cluster
+    the pool's slot is not the job's (another hash tag), and each link follows its own."""
 
+    subject = "proxy pool users"
 
-def scan(client: redis.Redis, prefix: str) -> list[bytes]:
-    """Every key under `prefix`: SCAN with MATCH (never KEYS, which blocks the server)."""
-    pattern = _escape_glob(prefix) + "*"
-    return list(guarded(lambda: list(client.scan_iter(match=pattern, count=1000))))
+    def __init__(self, job: ClusterJob) -> None:
+        self.job = job.job
+        self.link = Link(job.client)
+        self.breaker = job.breaker
 
+    def record(self, pool: str, *, own: bool) -> None:
+        self.link.call("HSET", users_key(pool), self.job, OWN if own else NAMED)
 
-def delete(client: redis.Redis, keys: list[bytes]) -> int:
-    deleted = 0
-    for i in range(0, len(keys), _BATCH):
-        deleted += int(guarded(client.delete, *keys[i : i + _BATCH]))
-    return deleted
+    def clean_own_pool(self) -> PoolCleanup:
+        job = self.job
+        flat = self.link.call("HGETALL", users_key(job))
+        users = {text(k): text(v) for k, v in zip(flat[::2], flat[1::2], strict=True)}
+        # every key under the pool's prefix: SCAN with MATCH (never KEYS, which blocks the server)
+        pattern = _escape_glob(key_prefix(job)) + "*"
+        keys = list(self.link.others().scan_iter(match=pattern, count=1000))
+        if users != {job: OWN}:
+            others = tuple(sorted(name for name in users if name != job))
+            return PoolCleanup(job, 0, len(keys), others)
+        deleted = 0
+        for i in range(0, len(keys), _BATCH):
+            deleted += int(self.link.call("DEL", *keys[i : i + _BATCH]))
+        return PoolCleanup(job, deleted, 0, ())
 
 
 def _escape_glob(value: str) -> str:

@@ -1,106 +1,66 @@
-"""The frontier's Lua scripts (package files under ``lua/``), registered once per client.
+"""The frontier's Lua scripts (package files under ``lua/``, on urlcheck.redis's loader) and the
+keys each is given.
 
-Each script is ``lua/common.lua`` followed by its own file, called with the job's fixed keys in
-KEYS and the job prefix as ARGV[1]. redis-py's Script runs EVALSHA and loads the script again
-on NOSCRIPT (a restarted or flushed Redis); every other Redis failure becomes a ClusterError.
+Each script is ``lua/_prelude.lua`` followed by its own file. Its KEYS are the job's fixed keys
+it touches (`SCRIPT_KEYS`), then the queue and state keys of the hosts the caller names; the
+prelude reads each key's name from the key itself, so a script is given only the keys it uses.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
-from importlib.resources import files
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import redis
-
-from urlcheck.cluster.errors import ClusterError, ClusterUnavailableError
+from urlcheck.cluster.keys import FIXED, JobKeys
+from urlcheck.redis.scripts import load_scripts
 
 if TYPE_CHECKING:
-    from redis.commands.core import Script
+    from urlcheck.redis.link import Arg, Link
 
-    from urlcheck.clock import Clock
-    from urlcheck.cluster.keys import JobKeys
-
-NAMES = (
-    "push",
-    "claim",
-    "complete",
-    "renew",
-    "open",
-    "finish",
-    "control",
-    "status",
-    "giveup",
-    "hosts",
+_CLAIM = (
+    "clock",
+    "meta",
+    "ready",
+    "inflight",
+    "leases",
+    "done",
+    "paused",
+    "seq",
+    "reaps",
+    "strikes",
+    "down",
 )
-
-_UNAVAILABLE = (
-    redis.ConnectionError,
-    redis.TimeoutError,
-    redis.exceptions.BusyLoadingError,
-    redis.exceptions.ReadOnlyError,
-)
-
-
-def _source(name: str) -> str:
-    folder = files("urlcheck.cluster") / "lua"
-    return (folder / "common.lua").read_text("utf-8") + (folder / f"{name}.lua").read_text("utf-8")
-
-
-class Breaker:
-    """After Redis failed to answer, calls fail at once for ``cooldown`` seconds instead of each
-    waiting out the socket timeout on the event loop; then one call tries again."""
-
-    def __init__(self, cooldown: float = 2.0, clock: Clock = time.monotonic) -> None:
-        self.cooldown = cooldown
-        self.clock = clock
-        self._open_until = 0.0
-
-    def check(self) -> None:
-        left = self._open_until - self.clock()
-        if left > 0:
-            raise ClusterUnavailableError(
-                f"Redis unavailable: not asked for another {left:.1f} s after it failed"
-            )
-
-    def failed(self) -> None:
-        self._open_until = self.clock() + self.cooldown
+# The fixed keys each script touches, its own and those of the prelude's functions it calls.
+SCRIPT_KEYS: dict[str, tuple[str, ...]] = {
+    "push": ("clock", "meta", "done", "fed", "inflight", "ready"),
+    "claim": _CLAIM,
+    "complete": (*_CLAIM, "results", "backed", "fast"),
+    "renew": ("clock", "meta", "inflight", "leases", "workers", "beats"),
+    "open": ("clock", "meta", "results"),
+    "finish": FIXED,  # all of them expire
+    "control": ("meta",),
+    "status": ("clock", "meta", "ready", "inflight", "paused", "workers", "beats"),
+    "giveup": ("clock", "down", "strikes", "backed", "paused", "ready"),
+    "hosts": ("down", "fast", "backed"),
+}
 
 
-class Scripts:
-    def __init__(self, client: redis.Redis, keys: JobKeys, breaker: Breaker | None = None) -> None:
-        self.client = client
+class JobScripts:
+    """The scripts of one job, run over `link`."""
+
+    def __init__(self, link: Link, keys: JobKeys) -> None:
+        self.link = link
         self.keys = keys
-        self.breaker = breaker
-        self._fixed = keys.fixed()
-        self._scripts: dict[str, Script] = {
-            name: client.register_script(_source(name)) for name in NAMES
+        self._scripts = load_scripts("urlcheck.cluster")
+        self._fixed = {
+            name: [keys.key(key) for key in names] for name, names in SCRIPT_KEYS.items()
         }
-        self.calls = 0  # round trips made, for the bench's "per request" figure
 
-    def run(self, name: str, *args: str | int) -> Any:
-        self.calls += 1
-        return guarded(
-            self._scripts[name],
-            keys=self._fixed,
-            args=[self.keys.prefix, *args],
-            breaker=self.breaker,
-        )
-
-
-def guarded(call: Any, *args: Any, breaker: Breaker | None = None, **kwargs: Any) -> Any:
-    """Call redis-py, turning its failures into the boundary's one error type."""
-    if breaker is not None:
-        breaker.check()
-    try:
-        return call(*args, **kwargs)
-    except _UNAVAILABLE as exc:
-        if breaker is not None:
-            breaker.failed()
-        raise ClusterUnavailableError(f"Redis unavailable: {exc}") from exc
-    except redis.RedisError as exc:
-        raise ClusterError(f"Redis error: {exc}") from exc
+    def run(self, name: str, *args: Arg, hosts: Iterable[str] = ()) -> Any:
+        """Run script `name` with `args` as ARGV; `hosts`: those whose keys it touches."""
+        keys = self._fixed[name]
+        own = [key for host in dict.fromkeys(hosts) if host for key in self.keys.of_host(host)]
+        return self.link.run(self._scripts[name], [*keys, *own] if own else keys, args)
 
 
 def text(value: bytes | str | int) -> str:

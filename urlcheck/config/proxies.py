@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from urlcheck.check.urls import redacted
 from urlcheck.cluster.config import redis_params
 from urlcheck.config.reader import ConfigError, SettingsReader
 from urlcheck.proxypool import ConfigError as PoolConfigError
 from urlcheck.proxypool import PoolConfig, PoolStore, Proxy, ProxySpecError, store_from_uri
+from urlcheck.redis.client import OptionError, check_options
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -101,6 +103,7 @@ class ProxySettings:
         read = SettingsReader(settings)
         job_redis = read.text("REDIS_URL", "").strip()
         store_uri = _store_uri(read.text("URLCHECK_PROXY_STORE", job_redis or "memory://"))
+        _check_options(store_uri, "URLCHECK_PROXY_STORE" if store_uri != job_redis else "REDIS_URL")
         in_job_redis = bool(job_redis) and store_uri.strip() == job_redis
         sticky = read.text("URLCHECK_PROXY_STICKY", "host").strip()
         column = None
@@ -153,8 +156,7 @@ class ProxySettings:
         cause = exc.__cause__
         if not isinstance(cause, AuthenticationError | NoPermissionError):
             return None
-        scheme, _, rest = self.store_uri.partition("://")
-        userinfo, at, hostpart = rest.partition("@")
+        userinfo, at, _ = self.store_uri.partition("://")[2].partition("@")
         if at:  # the URL's credentials win over REDIS_PARAMS (redis-py)
             setting = "REDIS_URL" if self.in_job_redis else "URLCHECK_PROXY_STORE"
         elif self.in_job_redis:
@@ -167,7 +169,7 @@ class ProxySettings:
                 reason = reason.replace(secret, "***")
         what = "permissions" if isinstance(cause, NoPermissionError) else "password or username"
         return (
-            f"setting {setting}: the proxy pool's Redis at {scheme}://{hostpart if at else rest} "
+            f"setting {setting}: the proxy pool's Redis at {redacted(self.store_uri)} "
             f"refused this client ({reason.rstrip('.')}): check the {what} "
             f"({'in REDIS_PARAMS or ' if self.in_job_redis else ''}in the URL)"
         )
@@ -200,6 +202,14 @@ def _store_uri(uri: str) -> str:
             f"rediss://... or unix:///path/to/redis.sock, got a {scheme or 'schemeless'} URI"
         )
     return uri
+
+
+def _check_options(uri: str, setting: str) -> None:
+    """Timeouts in a Redis URL's query that the event loop cannot wait out."""
+    try:
+        check_options(uri)
+    except OptionError as exc:
+        raise ConfigError(f"setting {setting}: {exc}") from None
 
 
 def _pool_name(name: str) -> str:

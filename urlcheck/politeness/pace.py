@@ -10,8 +10,9 @@ guess costs a 429 and a back-off pause. Once the two are within 20 % the delay s
 ten more such runs of clean answers make it forget the 429 and try lower again.
 
 In distributed mode the same rule runs in the job's Redis, on every process's answers from the
-host (``pace_step`` in ``urlcheck/cluster/lua/common.lua``): :attr:`HostPace.listener` hands each
-answer to the process's completion, which applies it there.
+host (``pace_step`` in ``urlcheck/cluster/lua/_prelude.lua``), with this module's numbers sent
+along (``urlcheck.cluster.frontier.PaceRule``): :attr:`HostPace.listener` hands each answer to
+the process's completion, which applies it there.
 
 Measured (bench/politeness.py, a host that 429s arrivals closer than 1 s): the delay goes
 0.3 -> 0.6 -> 1.2 s, probes 0.9 s once, and settles at 1.05 s: three 429s for 100 rows.
@@ -25,8 +26,8 @@ from dataclasses import dataclass
 # Doubling from a zero delay (DOWNLOAD_DELAY=0) would never slow anything: start from Scrapy's
 # project default instead.
 MIN_STEP = 0.3
-_CONVERGED = 0.2  # stop probing when the known-bad and known-good delays are this close
-_FORGET_AFTER = 10  # converged runs of clean answers before a 429 is forgotten
+CONVERGED = 0.2  # stop probing when the known-bad and known-good delays are this close
+FORGET_AFTER = 10  # converged runs of clean answers before a 429 is forgotten
 
 TOO_FAST = "fast"
 ANSWERED = "ok"
@@ -107,9 +108,9 @@ class HostPace:
             return
         known.clean = 0
         known.good = known.delay
-        if known.bad is not None and known.good - known.bad <= _CONVERGED * known.good:
+        if known.bad is not None and known.good - known.bad <= CONVERGED * known.good:
             known.patience += 1
-            if known.patience < _FORGET_AFTER:
+            if known.patience < FORGET_AFTER:
                 return
             known.bad = None
             known.patience = 0

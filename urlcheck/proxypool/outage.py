@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .clock import Clock
+    from urlcheck.proxypool.clock import Clock
 
 __all__ = ["Outage"]
 

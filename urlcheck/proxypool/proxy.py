@@ -12,6 +12,8 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from urllib.parse import unquote, urlsplit
 
+from urlcheck.check.urls import redacted
+
 __all__ = ["Credentials", "Proxy", "ProxySpecError", "parse_proxies"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -156,10 +158,10 @@ class Proxy:
             host = parts.hostname or ""
             port = parts.port
         except ValueError:
-            raise ProxySpecError(f"unparseable proxy URL {_redact(url)!r}") from None
+            raise ProxySpecError(f"unparseable proxy URL {redacted(url)!r}") from None
         scheme = parts.scheme.lower()
         if parts.path not in ("", "/") or parts.query or parts.fragment:
-            raise ProxySpecError(f"proxy {_redact(url)!r}: a proxy URL has no path or query")
+            raise ProxySpecError(f"proxy {redacted(url)!r}: a proxy URL has no path or query")
         credentials = None
         if parts.username is not None or parts.password is not None:
             credentials = Credentials(unquote(parts.username or ""), unquote(parts.password or ""))
@@ -187,7 +189,7 @@ class Proxy:
             for word in words:
                 name, eq, value = word.partition("=")
                 if not eq:
-                    raise ProxySpecError(f"proxy {_redact(url)!r}: option {name!r} needs '='")
+                    raise ProxySpecError(f"proxy {redacted(url)!r}: option {name!r} needs '='")
                 options[name] = value
         else:
             options = dict(spec)
@@ -197,17 +199,17 @@ class Proxy:
             url = raw_url
         unknown = set(options) - _OPTION_NAMES
         if unknown:
-            raise ProxySpecError(f"proxy {_redact(url)!r}: unknown options {sorted(unknown)}")
+            raise ProxySpecError(f"proxy {redacted(url)!r}: unknown options {sorted(unknown)}")
         try:
             weight = float(options.get("weight", 1.0))  # type: ignore[arg-type]
             raw_cap = options.get("max_concurrent")
             cap = None if raw_cap in (None, "") else int(raw_cap)  # type: ignore[call-overload]
         except (TypeError, ValueError):
-            raise ProxySpecError(f"proxy {_redact(url)!r}: bad weight or max_concurrent") from None
+            raise ProxySpecError(f"proxy {redacted(url)!r}: bad weight or max_concurrent") from None
         raw_tags = options.get("tags", ())
         tags = raw_tags.split(",") if isinstance(raw_tags, str) else raw_tags
         if not isinstance(tags, Iterable):
-            raise ProxySpecError(f"proxy {_redact(url)!r}: tags must be a list")
+            raise ProxySpecError(f"proxy {redacted(url)!r}: tags must be a list")
         raw_id = options.get("id")
         return cls.from_url(
             url,
@@ -275,15 +277,6 @@ def _default_id(display: str, credentials: Credentials | None) -> str:
         f"{credentials.user}\0{credentials.password}".encode(), digest_size=3, person=b"urlcheck"
     ).hexdigest()
     return f"{display}#{digest}"
-
-
-def _redact(url: str) -> str:
-    """``scheme://host:port`` of a URL, without whatever stood before an ``@``."""
-    scheme, sep, rest = url.strip().partition("://")
-    if not sep:
-        scheme, rest = "", scheme
-    netloc = rest.split("/", 1)[0].rpartition("@")[2]
-    return f"{scheme}://{netloc}" if scheme else netloc
 
 
 def parse_proxies(lines: Iterable[str]) -> list[Proxy]:

@@ -29,10 +29,10 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
 from urlcheck.check.result import Result
-from urlcheck.check.urls import host_key
+from urlcheck.check.urls import host_key, redacted
 from urlcheck.cluster.admin import CLUSTER_FILE, coordinator_place
 from urlcheck.cluster.collector import ResultCollector
-from urlcheck.cluster.crawl.runtime import ClusterRuntime, redacted
+from urlcheck.cluster.crawl.runtime import ClusterRuntime
 from urlcheck.cluster.crawl.tasks import task_from_row
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.crawl import internals

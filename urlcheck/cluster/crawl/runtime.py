@@ -10,17 +10,18 @@ import socket
 import time
 from typing import TYPE_CHECKING
 
+from urlcheck.check.urls import redacted
 from urlcheck.cluster.circuit import RedisCircuitStore
 from urlcheck.cluster.connection import connect
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.cluster.frontier import Frontier, JobHost, PaceEvent, PaceRule
 from urlcheck.cluster.job import ClusterJob
 from urlcheck.cluster.leases import LeaseBook
-from urlcheck.cluster.scripts import Breaker
 from urlcheck.cluster.workers import WorkerInfo
 from urlcheck.config.reader import ConfigError
 from urlcheck.crawl import internals
 from urlcheck.crawl.runtime import runtime
+from urlcheck.redis.boundary import Breaker
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -132,13 +133,3 @@ class ClusterRuntime:
 
     def _heard(self, host: str, kind: str, retry_after: float | None) -> None:
         self._pace[host] = PaceEvent(kind, retry_after)
-
-
-def redacted(url: str) -> str:
-    """The URL without its password, for logs and job files."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest.split("/", 1)[0]:
-        return url
-    creds, _, hostpart = rest.partition("@")
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user + '@' if user else ''}{hostpart}"

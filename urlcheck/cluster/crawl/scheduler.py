@@ -152,7 +152,7 @@ class ClusterScheduler(RedisScheduler):  # type: ignore[misc]
         if self.stats is not None:
             self.stats.set_value(
                 "urlcheck/cluster/round_trips",
-                self.runtime.frontier.round_trips + self.runtime.job.scripts.calls,
+                self.runtime.frontier.round_trips + self.runtime.job.round_trips,
             )
 
     def has_pending_requests(self) -> bool:

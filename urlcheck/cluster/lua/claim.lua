@@ -1,3 +1,3 @@
--- claim(prefix, owner, ttl_ms, n, delay_ms, reap_limit) -> see claim() in common.lua
-return claim(ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]),
-  tonumber(ARGV[6]), now_ms())
+-- claim(owner, ttl_ms, n, delay_ms, reap_limit) -> see claim() in _prelude.lua
+return claim(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]),
+  tonumber(ARGV[5]), now_ms())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .base import PoolStore, StoreError, StoreUnavailable
-from .memory import MemoryStore
+from urlcheck.proxypool.store.base import PoolStore, StoreError, StoreUnavailable
+from urlcheck.proxypool.store.memory import MemoryStore
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -27,7 +27,7 @@ def store_from_uri(
     if scheme == "memory":
         return MemoryStore()
     if scheme in {"redis", "rediss", "unix"}:
-        from .redis import RedisStore
+        from urlcheck.proxypool.store.redis import RedisStore
 
         return RedisStore(uri, name, server_time=server_time, params=redis_params)
     raise ValueError(f"unknown store URI scheme {scheme!r}")

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from ..config import PoolConfig
-    from ..health import State
-    from ..policy.choosing import Choice
-    from ..proxy import Proxy
+    from urlcheck.proxypool.config import PoolConfig
+    from urlcheck.proxypool.health import State
+    from urlcheck.proxypool.policy.choosing import Choice
+    from urlcheck.proxypool.proxy import Proxy
 
 __all__ = [
     "Acquired",
@@ -86,8 +86,16 @@ class PoolStore(ABC):
     #: True when other processes share the store: `acquire` then wants alternates in its
     #: `Choice`, as the caller's view of caps and benches may be behind.
     shared_by_processes = False
-    round_trips = 0  # calls that waited for a server's answer (the Redis store counts them)
-    commands = 0  # commands sent, answered at once or with a later call (likewise)
+
+    @property
+    def round_trips(self) -> int:
+        """Calls that waited for a server's answer (the Redis store counts them)."""
+        return 0
+
+    @property
+    def commands(self) -> int:
+        """Commands sent, answered at once or with a later call (likewise)."""
+        return 0
 
     def open(self, config: PoolConfig) -> None:
         """Called once by the pool before any other call."""

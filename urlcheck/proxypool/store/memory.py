@@ -15,14 +15,14 @@ import itertools
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from ..health import IN_SERVICE, State
-from .base import Acquired, Committed, PoolStore, Released, Shared, cap_of
+from urlcheck.proxypool.health import IN_SERVICE, State
+from urlcheck.proxypool.store.base import Acquired, Committed, PoolStore, Released, Shared, cap_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from ..policy.choosing import Choice
-    from ..proxy import Proxy
+    from urlcheck.proxypool.policy.choosing import Choice
+    from urlcheck.proxypool.proxy import Proxy
 
 __all__ = ["MemoryStore"]
 

@@ -1,11 +1,12 @@
-"""The Redis store: the shared state of `base.PoolStore` in Redis, for many crawler processes.
+"""The Redis store: the shared state of `PoolStore` in Redis, for many crawler processes.
 
 Every key is under one hash tag per pool, ``{urlcheck:pool:<name>}:...``, so that a pool lives
 in one Redis Cluster slot: on a cluster, the store talks to the node that serves it, found and
 followed through the nodes' MOVED answers. Each primitive is one round trip: a Lua script from
-``lua/`` (loaded once, run with EVALSHA, reloaded on NOSCRIPT) or a MULTI transaction. Scripts
-take the time from the server's ``TIME`` (the caller's clock only when the pool runs on an
-injected clock, as tests do) and hold no policy: they check states, benches and caps that
+``lua/`` (loaded once, run with EVALSHA, reloaded on NOSCRIPT) or a MULTI transaction, on the
+Redis layer (urlcheck.redis: the client's options, the link, the scripts, the boundary error).
+Scripts take the time from the server's ``TIME`` (the caller's clock only when the pool runs on
+an injected clock, as tests do) and hold no policy: they check states, benches and caps that
 Python decided.
 
 Keys (hash tag omitted): ``meta`` (gen, reg, lease_seq), ``proxies`` (id -> spec JSON, with
@@ -13,82 +14,49 @@ its credentials: the store is as private as the proxy list), ``states`` (id -> s
 ``out`` (ids out of service), ``caps``, ``active`` (lease counts), ``benches``
 ((site, id) -> until), ``leases`` (sorted by expiry), ``sessions`` and ``session_exp``,
 ``probe:<id>`` (who probes it).
+
+When Redis fails, every method raises `StoreUnavailable` (the boundary, urlcheck.redis.boundary):
+the pool fails closed, and a request that needs a proxy waits for the store.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import math
 import secrets
-import threading
-from importlib import resources
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import hiredis
-import redis
-from redis.backoff import NoBackoff
-from redis.exceptions import (
-    ConnectionError,
-    MovedError,
-    NoScriptError,
-    RedisError,
-    TimeoutError,
+from urlcheck.proxypool.health import IN_SERVICE, State
+from urlcheck.proxypool.proxy import Proxy
+from urlcheck.proxypool.store.base import (
+    Acquired,
+    Committed,
+    PoolStore,
+    Released,
+    Shared,
+    StoreUnavailable,
+    cap_of,
 )
-from redis.retry import Retry
-
-from ..health import IN_SERVICE, State
-from ..proxy import Proxy
-from .base import Acquired, Committed, PoolStore, Released, Shared, StoreUnavailable, cap_of
+from urlcheck.redis.boundary import Boundary
+from urlcheck.redis.client import make_client
+from urlcheck.redis.link import Link
+from urlcheck.redis.scripts import load_scripts
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from redis.connection import ConnectionInterface
-
-    from ..config import PoolConfig
-    from ..policy.choosing import Choice
+    from urlcheck.proxypool.config import PoolConfig
+    from urlcheck.proxypool.policy.choosing import Choice
 
 __all__ = ["RedisStore", "key_prefix"]
 
-logger = logging.getLogger(__name__)
-
-SOCKET_TIMEOUT = 1.5  # seconds; a call that takes longer fails as StoreUnavailable
 _RECLAIM_BATCH = 500
-_SCRIPTS = ("acquire", "release", "reclaim", "commit", "claim")
-_REPLY_SKIP = hiredis.pack_command(("CLIENT", "REPLY", "SKIP"))  # type: ignore[arg-type]
-# What the store decides whatever `params` say (see __init__).
-_OWN_OPTIONS = frozenset(
-    {
-        "protocol",
-        "socket_timeout",
-        "socket_connect_timeout",
-        "retry",
-        "retry_on_error",
-        "retry_on_timeout",
-        "decode_responses",
-        "connection_pool",
-        "single_connection_client",
-    }
-)
 
 
 def key_prefix(name: str) -> str:
     """The hash-tagged prefix of every key of pool `name`."""
     return "{urlcheck:pool:" + name + "}:"
-
-
-class _Script(NamedTuple):
-    text: str
-    sha: str
-
-
-def _load_text(name: str) -> str:
-    lua = resources.files(__package__).joinpath("lua")
-    own = lua.joinpath(f"{name}.lua").read_text()
-    # the release neither reads the clock nor reports the view, and is sent whole (EVAL)
-    return own if name == "release" else lua.joinpath("_view.lua").read_text() + own
 
 
 def spec_of(proxy: Proxy) -> str:
@@ -108,14 +76,18 @@ def spec_of(proxy: Proxy) -> str:
     )
 
 
-class RedisStore(PoolStore):
-    """URI: ``redis://host:port/db`` (or ``rediss://``); `name` picks the pool within it.
+class RedisStore(PoolStore, Boundary):
+    """URI: ``redis://host:port/db`` (or ``rediss://``, ``unix://``); `name` picks the pool
+    within it. `params`: more redis-py options (password, username, ssl_*, ...), as
+    ``REDIS_PARAMS`` gives them; urlcheck.redis.client's forced options win.
 
     `server_time`: take the time from Redis ``TIME`` (default). A pool on an injected clock (a
     test's `ManualClock`) sets it False, and the pool's clock is sent with each call.
     """
 
     shared_by_processes = True
+    unavailable_error = refused_error = StoreUnavailable
+    subject = "proxy store"
 
     def __init__(
         self,
@@ -125,26 +97,7 @@ class RedisStore(PoolStore):
         server_time: bool = True,
         params: Mapping[str, Any] | None = None,
     ) -> None:
-        # Explicit: RESP2, a short socket timeout, and no retries (redis-py's default retries
-        # sleep inside the call, which would stall the reactor). hiredis parses when installed.
-        # `params`: more redis-py options (password, username, ssl_*, ...); these choices win.
-        options = {k: v for k, v in (params or {}).items() if k not in _OWN_OPTIONS}
-        self._client = redis.Redis.from_url(
-            url,
-            **options,
-            protocol=2,
-            socket_timeout=SOCKET_TIMEOUT,
-            socket_connect_timeout=SOCKET_TIMEOUT,
-            retry=Retry(NoBackoff(), 0),
-            retry_on_error=[],
-            decode_responses=True,
-        )
-        self._where = url.rpartition("@")[2]  # no password in messages
-        given = self._client.connection_pool.connection_kwargs
-        # the node given in the URL (None: a Unix socket), and whether the store turned from it
-        # to another node of a Redis Cluster (see `_unavailable`)
-        self._seed = (str(given["host"]), int(given["port"])) if "host" in given else None
-        self._away = False
+        self.link = Link(make_client(url, params, decode_responses=True), owns_client=True)
         self.name = name
         self.server_time = server_time
         self._token = secrets.token_hex(6)  # tells this process's leases from others'
@@ -182,45 +135,21 @@ class RedisStore(PoolStore):
             "reclaim": [*view, k["leases"], k["active"], k["sessions"], k["session_exp"]],
             "commit": [*view, k["out"]],
         }
-        self._scripts = {
-            name: _Script(text, sha)
-            for name in _SCRIPTS
-            for text in [_load_text(name)]
-            for sha in [_sha1(text)]
-        }
-        self.round_trips = 0
-        self.commands = 0
-        self._lock = threading.Lock()
-        self._conn: ConnectionInterface | None = None
-        self._owed = 0  # answers to `_send` not read yet
-        self._unanswered = b""  # CLIENT REPLY SKIP, when the server knows it (see `open`)
-        self._sent_unseen = False  # a `_send` since the last answer on the own connection
+        # the release is sent whole with each call (`release`): no prelude
+        self._scripts = load_scripts("urlcheck.proxypool.store", frozenset({"release"}))
+
+    @property
+    def round_trips(self) -> int:
+        return self.link.round_trips
+
+    @property
+    def commands(self) -> int:
+        return self.link.commands
 
     def open(self, config: PoolConfig) -> None:
         super().open(config)
-        # Loaded up front, so that no pool call pays for a NOSCRIPT (one after a restart does).
-        # And asked whether it knows CLIENT REPLY (Redis 3.2+; a proxy or a look-alike server may
-        # not), in the same round trip: a release is then sent without an answer to read. On a
-        # Redis Cluster, the node given may not serve the pool's slot: its MOVED names the one
-        # that does, and the store talks to that node (every key is in the one slot).
-        for _ in range(3):
-            try:
-                with self._client.pipeline(transaction=False) as pipe:
-                    pipe.exists(self._k["meta"])
-                    for script in self._scripts.values():
-                        pipe.script_load(script.text)
-                    pipe.client_reply("ON")
-                    self.round_trips += 1
-                    here, *loaded, reply_on = pipe.execute(raise_on_error=False)
-            except RedisError as exc:
-                raise StoreUnavailable(f"proxy store at {self._where}: {exc}") from exc
-            if not isinstance(here, MovedError):
-                break
-            self._turn_to(here.host, here.port)
-        for answer in [here, *loaded]:
-            if isinstance(answer, Exception):
-                raise StoreUnavailable(f"proxy store at {self._where}: {answer}")
-        self._unanswered = b"" if isinstance(reply_on, Exception) else _REPLY_SKIP
+        # The scripts loaded up front, and the node that serves the pool's slot found.
+        self.link.open(self._scripts.values(), probe=self._k["meta"])
 
     def __repr__(self) -> str:
         return f"RedisStore(pool {self.name!r})"
@@ -231,109 +160,7 @@ class RedisStore(PoolStore):
         return "" if self.server_time else repr(now)
 
     def _run(self, script: str, keys: Sequence[str], args: Sequence[str | float]) -> Any:
-        entry = self._scripts[script]
-        try:
-            try:
-                return self._call("EVALSHA", entry.sha, len(keys), *keys, *args)
-            except NoScriptError:  # a restarted or flushed server, a new node: load it, once
-                self._call("SCRIPT", "LOAD", entry.text)
-                return self._call("EVALSHA", entry.sha, len(keys), *keys, *args)
-        except (RedisError, OSError) as exc:
-            raise self._unavailable(script, exc) from exc
-
-    def _unavailable(self, what: str, exc: Exception) -> StoreUnavailable:
-        """Redis's failure as the boundary's one error. A MOVED answer says a Redis Cluster
-        serves the pool's slot from another node now (resharded, or failed over): the store
-        turns to that node, and the pool retries the call as after an outage. When a node it
-        was turned to stops answering (it failed, and a replica took its slots), the store
-        asks the node it was given again, whose MOVED names the slot's new node."""
-        if isinstance(exc, MovedError):
-            self._turn_to(exc.host, exc.port)
-            return StoreUnavailable(f"proxy store {what}: {exc} (now asking that node)")
-        if self._away and self._seed and isinstance(exc, (ConnectionError, TimeoutError)):
-            host, port = self._seed
-            self._turn_to(host, port)
-            return StoreUnavailable(f"proxy store {what}: {exc} (asking {host}:{port} again)")
-        return StoreUnavailable(f"proxy store {what}: {exc}")
-
-    def _turn_to(self, host: str, port: int) -> None:
-        """Talk to `host`:`port` from now on, with the same client options."""
-        pool = self._client.connection_pool
-        options = {**pool.connection_kwargs, "host": host, "port": port}
-        self.close()
-        self._conn, self._owed = None, 0
-        self._client = redis.Redis(
-            connection_pool=redis.ConnectionPool(connection_class=pool.connection_class, **options)
-        )
-        self._where = f"{host}:{port}"
-        self._away = (host, port) != self._seed
-
-    def _call(self, *command: str | float) -> Any:
-        """One command on this store's own connection, and its answer. The scripts are the hot
-        path: this skips redis-py's per-command machinery (pool checkout, hooks, its packer),
-        which cost about as much CPU as the round trip itself; replies are parsed by hiredis.
-        Answers still owed to `_send` are read first: they share this call's round trip."""
-        self.round_trips += 1
-        with self._lock:
-            conn = self._send_locked(command)
-            try:
-                self._read_owed(conn)
-                answer = conn.read_response()
-            except (ConnectionError, TimeoutError, OSError):
-                conn.disconnect()  # type: ignore[no-untyped-call]  # the next call reconnects
-                raise
-            self._sent_unseen = False
-            return answer
-
-    def _send(self, *command: str | float) -> None:
-        """Send a command whose answer nothing waits for (a release): the server runs it now,
-        so it costs no round trip of its own. Behind CLIENT REPLY SKIP, in the same write, the
-        server sends no answer at all: with many processes on one Redis that saves the server a
-        write and each client a read per pair (4 processes on 2 CPUs: about +6% pairs/s). Without
-        it, the answer is read with the next call's."""
-        with self._lock:
-            self._send_locked(command, self._unanswered)
-            self._sent_unseen = True
-            if not self._unanswered:
-                self._owed += 1
-
-    def _others(self) -> redis.Redis:
-        """The client for the calls off the hot path (MULTI transactions, pipelines), on
-        another connection. A release sent on the store's own connection may not have run
-        yet when a command on another one arrives: a PING on the own one first (one round
-        trip, only after a release) makes sure it has, so a snapshot never counts it."""
-        if self._sent_unseen:
-            self._call("PING")
-        return self._client
-
-    def _send_locked(
-        self, command: tuple[str | float, ...], before: bytes = b""
-    ) -> ConnectionInterface:
-        self.commands += 2 if before else 1
-        conn = self._conn
-        if conn is None:
-            conn = self._client.connection_pool.make_connection()
-            self._conn = conn
-        try:
-            # hiredis packs in C, 4x faster than redis-py's packer around it (measured)
-            packed = hiredis.pack_command(command)  # type: ignore[arg-type]  # stub: 1-tuple
-            conn.send_packed_command([before + packed], check_health=False)  # type: ignore[no-untyped-call]
-        except (ConnectionError, TimeoutError, OSError):
-            self._owed = 0  # lost with the connection
-            conn.disconnect()  # type: ignore[no-untyped-call]
-            raise
-        return conn
-
-    def _read_owed(self, conn: ConnectionInterface) -> None:
-        while self._owed:
-            self._owed -= 1
-            try:
-                conn.read_response()
-            except (ConnectionError, TimeoutError, OSError):
-                self._owed = 0
-                raise
-            except RedisError as exc:  # not expected (a script error): the lease expires
-                logger.warning("proxy store refused a release (%s); its lease expires", exc)
+        return self.link.run(self._scripts[script], keys, args)
 
     def _shared(self, view: Sequence[Any]) -> Shared | None:
         """Parse a script's view reply: None when the caller was up to date."""
@@ -355,52 +182,40 @@ class RedisStore(PoolStore):
 
     def add_proxy(self, proxy: Proxy) -> tuple[bool, int]:
         k = self._k
-        try:
-            with self._others().pipeline(transaction=True) as pipe:
-                pipe.hset(k["proxies"], proxy.id, spec_of(proxy))
-                pipe.hset(k["caps"], proxy.id, cap_of(proxy, self.config))
-                pipe.hsetnx(k["states"], proxy.id, f"{State.HEALTHY.value}\t0")
-                pipe.hsetnx(k["active"], proxy.id, 0)
-                pipe.hincrby(k["meta"], "reg", 1)
-                pipe.hincrby(k["meta"], "gen", 1)
-                self.round_trips += 1
-                new, _, _, _, reg, gen = pipe.execute()
-        except RedisError as exc:
-            raise self._unavailable("add", exc) from exc
+        with self.link.pipeline(transaction=True) as pipe:
+            pipe.hset(k["proxies"], proxy.id, spec_of(proxy))
+            pipe.hset(k["caps"], proxy.id, cap_of(proxy, self.config))
+            pipe.hsetnx(k["states"], proxy.id, f"{State.HEALTHY.value}\t0")
+            pipe.hsetnx(k["active"], proxy.id, 0)
+            pipe.hincrby(k["meta"], "reg", 1)
+            pipe.hincrby(k["meta"], "gen", 1)
+            new, _, _, _, reg, gen = pipe.execute()
         if int(reg) == int(self._reg) + 1:
             self._reg = str(reg)
         return bool(new), int(gen)
 
     def remove_proxy(self, proxy_id: str) -> tuple[bool, int]:
         k = self._k
-        try:
-            with self._others().pipeline(transaction=True) as pipe:
-                pipe.hdel(k["proxies"], proxy_id)
-                for part in ("states", "caps", "active"):
-                    pipe.hdel(k[part], proxy_id)
-                pipe.srem(k["out"], proxy_id)
-                pipe.hincrby(k["meta"], "reg", 1)
-                pipe.hincrby(k["meta"], "gen", 1)
-                self.round_trips += 1
-                removed, *_, reg, gen = pipe.execute()
-        except RedisError as exc:
-            raise self._unavailable("remove", exc) from exc
+        with self.link.pipeline(transaction=True) as pipe:
+            pipe.hdel(k["proxies"], proxy_id)
+            for part in ("states", "caps", "active"):
+                pipe.hdel(k[part], proxy_id)
+            pipe.srem(k["out"], proxy_id)
+            pipe.hincrby(k["meta"], "reg", 1)
+            pipe.hincrby(k["meta"], "gen", 1)
+            removed, *_, reg, gen = pipe.execute()
         if int(reg) == int(self._reg) + 1:
             self._reg = str(reg)
         return bool(removed), int(gen)
 
     def load(self, now: float) -> Shared:
         k = self._k
-        try:
-            with self._others().pipeline(transaction=True) as pipe:
-                pipe.hmget(k["meta"], "gen", "reg")
-                pipe.hgetall(k["states"])
-                pipe.hgetall(k["benches"])
-                pipe.hgetall(k["proxies"])
-                self.round_trips += 1
-                (gen, reg), states, benches, proxies = pipe.execute()
-        except RedisError as exc:
-            raise self._unavailable("load", exc) from exc
+        with self.link.pipeline(transaction=True) as pipe:
+            pipe.hmget(k["meta"], "gen", "reg")
+            pipe.hgetall(k["states"])
+            pipe.hgetall(k["benches"])
+            pipe.hgetall(k["proxies"])
+            (gen, reg), states, benches, proxies = pipe.execute()
         reset = int(reg or 0) < int(self._reg)
         self._reg = reg or "0"
         flat_states = [x for item in states.items() for x in item]
@@ -466,16 +281,12 @@ class RedisStore(PoolStore):
         )
 
     def release(self, lease_id: int, proxy_id: str, now: float, gen: int) -> Released:
-        # Sent, not waited for (see `_send`): whether the lease was still there the pool's books
+        # Sent, not waited for (`Link.send`): whether the lease was still there the pool's books
         # know, and the next call's answer carries the shared state. That is what makes a pair
-        # one round trip. EVAL with the script's text (7 lines), not EVALSHA: nobody reads an
-        # answer that could say NOSCRIPT after a restart, so it must run all the same.
+        # one round trip. Sent whole (7 lines, no prelude): nobody reads an answer that could
+        # say NOSCRIPT after a restart, so it must run all the same.
         member = f"{lease_id}:{self._token}:{proxy_id}"
-        keys = self._keys["release"]
-        try:
-            self._send("EVAL", self._scripts["release"].text, len(keys), *keys, member, proxy_id)
-        except (RedisError, OSError) as exc:
-            raise self._unavailable("release", exc) from exc
+        self.link.send_script(self._scripts["release"], self._keys["release"], [member, proxy_id])
         return None
 
     def reclaim(self, now: float) -> Sequence[tuple[int, str]]:
@@ -488,28 +299,20 @@ class RedisStore(PoolStore):
         return mine
 
     def end_session(self, key: str) -> bool:
-        try:
-            with self._others().pipeline(transaction=True) as pipe:
-                pipe.hdel(self._k["sessions"], key)
-                pipe.zrem(self._k["session_exp"], key)
-                self.round_trips += 1
-                ended, _ = pipe.execute()
-        except RedisError as exc:
-            raise self._unavailable("end_session", exc) from exc
+        with self.link.pipeline(transaction=True) as pipe:
+            pipe.hdel(self._k["sessions"], key)
+            pipe.zrem(self._k["session_exp"], key)
+            ended, _ = pipe.execute()
         return bool(ended)
 
     def usage(self, now: float) -> tuple[int, int]:
         at = repr(now) if not self.server_time else None
-        try:
-            with self._others().pipeline(transaction=False) as pipe:
-                if at is None:
-                    pipe.time()
-                pipe.zrange(self._k["leases"], 0, -1, withscores=True)
-                pipe.zrange(self._k["session_exp"], 0, -1, withscores=True)
-                self.round_trips += 1
-                replies = pipe.execute()
-        except RedisError as exc:
-            raise self._unavailable("usage", exc) from exc
+        with self.link.pipeline(transaction=False) as pipe:
+            if at is None:
+                pipe.time()
+            pipe.zrange(self._k["leases"], 0, -1, withscores=True)
+            pipe.zrange(self._k["session_exp"], 0, -1, withscores=True)
+            replies = pipe.execute()
         if at is None:
             seconds, micros = replies.pop(0)
             when = seconds + micros / 1e6
@@ -548,22 +351,10 @@ class RedisStore(PoolStore):
         return [proxy_ids[i - 1] for i in claimed]
 
     def end_probe(self, proxy_id: str) -> None:
-        try:
-            self.round_trips += 1
-            self._others().delete(f"{self._tag}probe:{proxy_id}")
-        except RedisError as exc:
-            raise self._unavailable("end_probe", exc) from exc
+        self.link.call("DEL", f"{self._tag}probe:{proxy_id}")
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.disconnect()  # type: ignore[no-untyped-call]
-        self._client.close()
-
-
-def _sha1(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
+        self.link.close()
 
 
 def _states(flat: Sequence[str]) -> dict[str, tuple[State, float]]:

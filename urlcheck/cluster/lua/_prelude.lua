@@ -1,9 +1,12 @@
--- Shared prelude of every urlcheck frontier script (prepended by urlcheck/cluster/scripts.py).
--- KEYS are the job's fixed keys, in the order of JobKeys.fixed(); ARGV[1] is the job prefix
--- "uc:{<job>}:", from which the per-host keys are built (same hash tag, so the same slot).
-local K_META, K_READY, K_INFLIGHT, K_LEASES, K_DONE, K_FED, K_RESULTS, K_PAUSED, K_CLOCK,
-  K_SEQ, K_REAPS, K_WORKERS, K_BEATS, K_STRIKES, K_DOWN, K_FAST, K_BACKED = unpack(KEYS)
-local PREFIX = ARGV[1]
+-- Prelude of every frontier script (urlcheck/redis/scripts.py). KEYS are the job's keys the
+-- script touches, each "uc:{<job>}:<name>" (one hash tag: one Redis Cluster slot), named here by
+-- what follows that prefix: K.meta, K.ready, ... for the job's fixed keys (the script's own
+-- list is in urlcheck/cluster/scripts.py), q:<host> and h:<host> for the hosts the caller names.
+-- A script may find more hosts in Redis (a claim's ready hosts and expired leases): their keys
+-- are built from the same prefix, in the same slot.
+local PREFIX = string.match(KEYS[1], '^[^{]*{[^}]*}:')
+local K = {}
+for _, key in ipairs(KEYS) do K[string.sub(key, #PREFIX + 1)] = key end
 -- h:<host> outlives its queue so a back-off or a learned delay survives an empty spell.
 local HOST_STATE_TTL_MS = 3600000
 
@@ -14,9 +17,9 @@ local function hkey(host) return PREFIX .. 'h:' .. host end
 local function now_ms()
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local last = tonumber(redis.call('GET', K_CLOCK) or '0')
+  local last = tonumber(redis.call('GET', K.clock) or '0')
   if now <= last then return last end
-  redis.call('SET', K_CLOCK, string.format('%d', now))
+  redis.call('SET', K.clock, string.format('%d', now))
   return now
 end
 
@@ -25,7 +28,7 @@ local function num(value) return tonumber(value or '0') or 0 end
 -- Counters live in `meta` only while the job exists: a stray call after Redis lost the job
 -- must not make it look open.
 local function count(field, n)
-  if redis.call('HEXISTS', K_META, 'status') == 1 then redis.call('HINCRBY', K_META, field, n) end
+  if redis.call('HEXISTS', K.meta, 'status') == 1 then redis.call('HINCRBY', K.meta, field, n) end
 end
 
 -- A queue entry is "<row>|<task json>"; a lease value is "<token>|<owner>|<entry>".
@@ -40,15 +43,15 @@ local function split_lease(value)
   return string.sub(value, 1, a - 1), string.sub(value, a + 1, b - 1), string.sub(value, b + 1)
 end
 
-local function is_done(row) return redis.call('GETBIT', K_DONE, row) == 1 end
+local function is_done(row) return redis.call('GETBIT', K.done, row) == 1 end
 
 -- A host is in `ready` exactly when it has queued work and no lease; its score is the first
 -- moment it may be sent to again.
 local function make_ready(host, now)
-  if redis.call('HEXISTS', K_INFLIGHT, host) == 1 then return end
+  if redis.call('HEXISTS', K.inflight, host) == 1 then return end
   if redis.call('LLEN', qkey(host)) == 0 then return end
   local at = math.max(now, num(redis.call('HGET', hkey(host), 'next')))
-  redis.call('ZADD', K_READY, 'NX', string.format('%d', at), host)
+  redis.call('ZADD', K.ready, 'NX', string.format('%d', at), host)
 end
 
 local function push(host, entry, front, now)
@@ -61,24 +64,22 @@ local function push(host, entry, front, now)
 end
 
 -- The learned pace, urlcheck/politeness/pace.py's rule on the host's answers from every process, in ms:
--- a 429 ('fast') doubles the delay (at least to 300 ms) or goes back to the last good one, and
+-- a 429 ('fast') doubles the delay (at least to `min_step`) or goes back to the last good one, and
 -- takes a short Retry-After as the pace; `ease_after` clean answers in a row ('ok') ease it back
 -- halfway to the largest delay that drew a 429, or halve it once that 429 is forgotten.
--- In seconds, with the same arithmetic as pace.py so both give the same delays to the bit.
+-- In seconds, with the same arithmetic as pace.py so both give the same delays to the bit; the
+-- rule's settings and constants come from pace.py with each call (`rule`, see complete.lua).
 -- Fields of h:<host>: pace, pbad, pgood, pclean, ppat (the 429s are counted for the job in
 -- `fast`, by set_next). Returns the pace (0: none).
-local PACE_MIN_STEP = 0.3
-local PACE_CONVERGED = 0.2
-local PACE_FORGET_AFTER = 10
-
 local function fmt(x) return string.format('%.17g', x) end
 
-local function pace_step(h, event, retry_after, floor, maximum, ease_after)
+local function pace_step(h, event, retry_after, rule)
   local f = redis.call('HMGET', h, 'pace', 'pbad', 'pgood', 'pclean', 'ppat')
   local d = tonumber(f[1])
+  local floor = rule.floor
   if event ~= 'fast' and event ~= 'ok' then return d or 0 end
   if event == 'ok' and (d == nil or d <= floor) then return d or 0 end
-  maximum = math.max(maximum, floor)
+  local maximum = math.max(rule.maximum, floor)
   local bad, good = tonumber(f[2]), tonumber(f[3])
   local clean, patience = num(f[4]), num(f[5])
   if event == 'fast' then
@@ -86,18 +87,18 @@ local function pace_step(h, event, retry_after, floor, maximum, ease_after)
     clean, patience = 0, 0
     bad = math.max(bad or 0, d)
     local new
-    if good ~= nil and good > d then new = good else new = math.max(d * 2, PACE_MIN_STEP) end
+    if good ~= nil and good > d then new = good else new = math.max(d * 2, rule.min_step) end
     if retry_after >= 0 and retry_after <= maximum then new = math.max(new, retry_after) end
     d = math.min(new, maximum)
   else
     clean = clean + 1
-    if clean >= ease_after then
+    if clean >= rule.ease_after then
       clean = 0
       good = d
       local hold = false
-      if bad ~= nil and good - bad <= PACE_CONVERGED * good then
+      if bad ~= nil and good - bad <= rule.converged * good then
         patience = patience + 1
-        if patience < PACE_FORGET_AFTER then
+        if patience < rule.forget_after then
           hold = true
         else
           bad, patience = nil, 0
@@ -118,10 +119,10 @@ end
 -- The gap rule: the next request to a host starts no earlier than `delay` after the previous
 -- one's dispatch and after the end of its download, and not before a back-off ends. `delay` is
 -- the completing process's (DOWNLOAD_DELAY, AutoThrottle), raised to the host's learned pace,
--- which `pace` (the answer's event and the rule's settings, in seconds) updates first.
+-- which `pace` (the answer's event, and the rule in seconds) updates first.
 local function set_next(host, now, delay, backoff_ms, strikes, pace)
   local h = hkey(host)
-  if redis.call('HEXISTS', K_DOWN, host) == 1 then
+  if redis.call('HEXISTS', K.down, host) == 1 then
     -- Given up on for the job: no process sends it another request, so its other rows,
     -- recorded without one, wait for no gap, back-off or pace.
     redis.call('HSET', h, 'done', string.format('%d', now), 'next', string.format('%d', now))
@@ -134,13 +135,12 @@ local function set_next(host, now, delay, backoff_ms, strikes, pace)
     local was = math.max(until_, now)
     until_ = math.max(until_, now + backoff_ms)
     -- for the job's host report: the time the host was paused, overlaps counted once
-    if until_ > was then redis.call('HINCRBY', K_BACKED, host, until_ - was) end
+    if until_ > was then redis.call('HINCRBY', K.backed, host, until_ - was) end
     redis.call('HSET', h, 'until', string.format('%d', until_), 'strikes', strikes)
-    redis.call('ZADD', K_PAUSED, string.format('%d', until_), host)
+    redis.call('ZADD', K.paused, string.format('%d', until_), host)
   end
-  if pace.event == 'fast' then redis.call('HINCRBY', K_FAST, host, 1) end
-  local learned = pace_step(h, pace.event, pace.retry_after, pace.floor, pace.maximum,
-    pace.ease_after)
+  if pace.event == 'fast' then redis.call('HINCRBY', K.fast, host, 1) end
+  local learned = pace_step(h, pace.event, pace.retry_after, pace.rule)
   delay = math.max(delay, math.floor(learned * 1000 + 0.5))
   local nxt = math.max(dispatch + delay, now + delay, until_)
   redis.call('HSET', h, 'done', string.format('%d', now), 'next', string.format('%d', nxt),
@@ -155,17 +155,17 @@ end
 -- ...}.
 local function claim(owner, ttl, n, delay, reap_limit, now)
   local reaped = 0
-  local expired = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', now, 'LIMIT', 0, reap_limit)
+  local expired = redis.call('ZRANGEBYSCORE', K.leases, '-inf', now, 'LIMIT', 0, reap_limit)
   for _, host in ipairs(expired) do
-    local value = redis.call('HGET', K_INFLIGHT, host)
-    redis.call('HDEL', K_INFLIGHT, host)
-    redis.call('ZREM', K_LEASES, host)
+    local value = redis.call('HGET', K.inflight, host)
+    redis.call('HDEL', K.inflight, host)
+    redis.call('ZREM', K.leases, host)
     if value then
       local _, _, entry = split_lease(value)
       local row = entry_row(entry)
       if not is_done(row) then
         redis.call('LPUSH', qkey(host), entry)
-        redis.call('HINCRBY', K_REAPS, row, 1)
+        redis.call('HINCRBY', K.reaps, row, 1)
       end
     end
     -- The lost request may still be on its way: count it as just finished.
@@ -176,9 +176,9 @@ local function claim(owner, ttl, n, delay, reap_limit, now)
     reaped = reaped + 1
   end
   if reaped > 0 then count('reaped', reaped) end
-  redis.call('ZREMRANGEBYSCORE', K_PAUSED, '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', K.paused, '-inf', now)
 
-  local meta = redis.call('HMGET', K_META, 'control', 'status', 'hold')
+  local meta = redis.call('HMGET', K.meta, 'control', 'status', 'hold')
   local control, status = meta[1] or '', meta[2] or ''
   local reply = {control, status, -1, reaped, 0}
   if control ~= 'run' then return reply end
@@ -189,9 +189,9 @@ local function claim(owner, ttl, n, delay, reap_limit, now)
   end
 
   local dropped = 0
-  local hosts = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now, 'LIMIT', 0, n)
+  local hosts = redis.call('ZRANGEBYSCORE', K.ready, '-inf', now, 'LIMIT', 0, n)
   for _, host in ipairs(hosts) do
-    redis.call('ZREM', K_READY, host)
+    redis.call('ZREM', K.ready, host)
     local entry
     while true do
       entry = redis.call('LPOP', qkey(host))
@@ -199,29 +199,29 @@ local function claim(owner, ttl, n, delay, reap_limit, now)
       local row = entry_row(entry)
       if not is_done(row) then break end
       -- A re-queued copy of a row another worker already finished.
-      redis.call('HDEL', K_REAPS, row)
+      redis.call('HDEL', K.reaps, row)
       dropped = dropped + 1
     end
     if entry then
-      local token = tostring(redis.call('INCR', K_SEQ))
-      redis.call('HSET', K_INFLIGHT, host, token .. '|' .. owner .. '|' .. entry)
-      redis.call('ZADD', K_LEASES, string.format('%d', now + ttl), host)
+      local token = tostring(redis.call('INCR', K.seq))
+      redis.call('HSET', K.inflight, host, token .. '|' .. owner .. '|' .. entry)
+      redis.call('ZADD', K.leases, string.format('%d', now + ttl), host)
       redis.call('HSET', hkey(host), 'dispatch', string.format('%d', now))
       redis.call('PEXPIRE', hkey(host), HOST_STATE_TTL_MS)
-      local reaps = num(redis.call('HGET', K_REAPS, entry_row(entry)))
+      local reaps = num(redis.call('HGET', K.reaps, entry_row(entry)))
       table.insert(reply, host)
       table.insert(reply, token)
       table.insert(reply, reaps)
       table.insert(reply, entry)
       -- The host circuit: whether the host's count in a row is open (an answer must clear it),
       -- and the evidence when the host was given up on (the task is recorded, not sent).
-      table.insert(reply, redis.call('HEXISTS', K_STRIKES, host))
-      table.insert(reply, redis.call('HGET', K_DOWN, host) or '')
+      table.insert(reply, redis.call('HEXISTS', K.strikes, host))
+      table.insert(reply, redis.call('HGET', K.down, host) or '')
     end
   end
   reply[5] = dropped
   if dropped > 0 then count('dropped', dropped) end
-  local first = redis.call('ZRANGE', K_READY, 0, 0, 'WITHSCORES')
+  local first = redis.call('ZRANGE', K.ready, 0, 0, 'WITHSCORES')
   if first[2] then reply[3] = math.max(tonumber(first[2]) - now, 0) end
   return reply
 end

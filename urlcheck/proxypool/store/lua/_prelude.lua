@@ -1,6 +1,7 @@
--- Prepended to the scripts that report the shared state to a caller whose copy is behind.
--- KEYS[1] meta, KEYS[2] states, KEYS[3] benches, KEYS[4] proxies. Times as strings: Redis
--- turns a Lua number reply into an integer.
+-- Prelude of the proxy store's scripts but release (urlcheck/redis/scripts.py): the time, and
+-- the shared state for a caller whose copy is behind. KEYS[1] meta, KEYS[2] states, KEYS[3]
+-- benches, KEYS[4] proxies in every script that reports it. Times as strings: Redis turns a Lua
+-- number reply into an integer.
 local function clock(arg)
   local now = tonumber(arg)
   if now then return now end
