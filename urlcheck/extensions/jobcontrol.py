@@ -34,6 +34,7 @@ from urlcheck.jobs.files import (
     utc_iso,
 )
 from urlcheck.jobs.progress import Heartbeat, RunRate
+from urlcheck.signals import job_paused, job_resumed
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -46,19 +47,6 @@ if TYPE_CHECKING:
     from urlcheck.jobs.context import JobContext
 
 logger = logging.getLogger(__name__)
-
-# Sent (no arguments) when the job is paused / resumed through control.json. A lazy start()
-# waits for job_resumed while the engine is paused (see wait_while_paused), because a paused
-# engine still consumes start(): only the scheduler stops being drained.
-job_paused = object()
-job_resumed = object()
-
-
-async def wait_while_paused(crawler: Crawler) -> None:
-    """Return once the job is not paused; for the spider's lazy ``start()`` loop."""
-    while crawler.engine.paused and crawler.crawling:
-        await crawler.signals.wait_for(job_resumed)
-
 
 def effective_settings(crawler: Crawler) -> dict[str, Any]:
     """The values this run really uses for the settings that shape results and pace, defaults

@@ -51,6 +51,7 @@ from urlcheck.proxypool.events import (
     Transition,
 )
 from urlcheck.proxypool.outage import Outage
+from urlcheck.signals import proxy_acquired, proxy_released
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -63,12 +64,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _AUTH = b"Proxy-Authorization"
-# Signals for observers such as the metrics extension: proxy_acquired(seconds) after each
-# lease, proxy_released(proxy, outcome) with the proxy's display name and ok, soft, captcha,
-# block, error_<kind> or not_sent.
-proxy_acquired = object()
-proxy_released = object()
-
 STORE_RETRY_INTERVAL = 1.0  # seconds between two tries of a request waiting for the store
 CAP_RETRY_INTERVAL = 0.05  # ... and of one waiting for a lease under the proxies' caps
 _ERROR_KINDS = {

@@ -37,8 +37,8 @@ from urlcheck.cluster.crawl.tasks import task_from_row
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.crawl import internals
 from urlcheck.crawl.runtime import runtime
-from urlcheck.extensions.jobcontrol import job_paused, job_resumed
 from urlcheck.jobs.files import atomic_write_json
+from urlcheck.signals import job_paused, job_resumed
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
