@@ -116,7 +116,6 @@ class JobSpider(Spider):
             total_rows=self.rows,
             done_rows=0,
             user_agent="jobtest",
-            shaping_settings={"URLCHECK_METHOD": "GET"},
             paused_hosts=self.paused_hosts,
             lock=self.lock,
         )

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+
 def effective_settings(crawler: Crawler) -> dict[str, Any]:
     """The values this run really uses for the settings that shape results and pace, defaults
     included (meta.json's ``settings``): the parsed config, and Scrapy's own as Scrapy reads
@@ -267,7 +268,7 @@ class JobControl:
         meta.results_bytes = context.results_bytes
         meta.stuck_after = self.config.stuck_after
         meta.user_agent = context.user_agent
-        meta.settings = self._settings(context)
+        meta.settings = self._settings()
         meta.updated_at = utc_iso(now)
         meta.last_activity_at = utc_iso(self._heartbeat.last_activity)
         meta.rate = self._rate.rate(context.done_rows, now)
@@ -284,12 +285,9 @@ class JobControl:
             stats.inc_value("urlcheck/job/meta_writes")
         return meta
 
-    def _settings(self, context: JobContext) -> dict[str, Any]:
+    def _settings(self) -> dict[str, Any]:
         if self._effective is None:
             self._effective = effective_settings(self.crawler)
-            for name, value in context.shaping_settings.items():
-                if value is not None:
-                    self._effective.setdefault(name, value)
         return self._effective
 
     # --- control.json ----------------------------------------------------------------------

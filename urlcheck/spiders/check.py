@@ -50,18 +50,6 @@ logger = logging.getLogger(__name__)
 
 _INDEX_YIELD_EVERY = 20_000
 CLUSTER_SCHEDULER = "urlcheck.cluster.crawl.scheduler.ClusterScheduler"
-# Settings that change what a result says; recorded in the job's meta.json.
-SHAPING_SETTINGS = (
-    "URLCHECK_METHOD",
-    "URLCHECK_MAX_HOPS",
-    "URLCHECK_FOLLOW_META_REFRESH",
-    "URLCHECK_VERDICT_IGNORE_TRAILING_SLASH",
-    "URLCHECK_TEMPORARY_REDIRECT",
-    "URLCHECK_MAX_CHAIN_HOPS",
-    "URLCHECK_BACKOFF_RETRIES",
-    "COOKIES_ENABLED",
-    "ROBOTSTXT_OBEY",
-)
 
 
 class CheckSpider(Spider):
@@ -170,7 +158,6 @@ class CheckSpider(Spider):
             rt.job_context = results.job.context(
                 total_rows=rt.total_rows,
                 user_agent=str(settings.get("USER_AGENT")),
-                shaping_settings={name: settings.get(name) for name in SHAPING_SETTINGS},
                 paused_hosts=rt.backoff.paused,
             )
         ledger = self.ledger
