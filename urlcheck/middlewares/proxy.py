@@ -28,7 +28,6 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from urlcheck.check.detection import Detection, detect, header_map
-from urlcheck.cluster.pools import record_user
 from urlcheck.config.reader import ConfigError
 from urlcheck.crawl import meta as m
 from urlcheck.crawl.failures import classify_exception
@@ -89,7 +88,7 @@ class ProxyPoolMiddleware:
         if settings is None:
             raise NotConfigured  # no URLCHECK_PROXIES or URLCHECK_PROXY_FILE: the crawl runs direct
         # In distributed mode the job's processes agree on its name (the pool's default).
-        job = rt.cluster.job.job if rt.cluster is not None else None
+        job = rt.cluster_role.job if rt.cluster_role is not None else None
         try:
             pool = ProxyPool(settings.proxies, settings.pool, store=settings.store_for(job))
         except StoreUnavailable as exc:
@@ -97,8 +96,6 @@ class ProxyPoolMiddleware:
             if refused is None:
                 raise
             raise ConfigError(refused) from None  # the cause may quote the URL
-        if rt.cluster is not None and settings.in_job_redis:
-            record_user(rt.cluster.job, settings.pool_for(job), own=settings.pool_name is None)
         assert crawler.stats is not None
         pool.subscribe(partial(count_event, crawler.stats))
         logger.info(
