@@ -11,7 +11,8 @@ import pytest
 
 from urlcheck.clock import ManualClock
 from urlcheck.cluster import ClusterJob, Frontier, Task
-from urlcheck.cluster.circuit import RedisCircuitStore, decode_evidence, encode_evidence
+from urlcheck.cluster.circuit import RedisCircuitStore
+from urlcheck.cluster.evidence import decode_evidence, encode_evidence
 from urlcheck.cluster.frontier import Then
 from urlcheck.politeness.circuit import (
     CircuitStore,

@@ -14,42 +14,17 @@ given up on), and the crawl goes on sending the host's rows, which Redis's own o
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import TYPE_CHECKING
 
 from urlcheck.cluster.errors import ClusterError
-from urlcheck.politeness.circuit import Strike, Unavailable
+from urlcheck.cluster.evidence import decode_evidence, encode_evidence
 
 if TYPE_CHECKING:
     from urlcheck.cluster.frontier import Frontier, Lease
+    from urlcheck.politeness.circuit import Unavailable
 
 logger = logging.getLogger(__name__)
-
-
-def encode_evidence(down: Unavailable) -> str:
-    last = down.last
-    return json.dumps(
-        {
-            "rows": down.rows,
-            "status": last.status,
-            "error": last.error,
-            "retry_after": last.retry_after,
-            "tries": last.tries,
-        },
-        separators=(",", ":"),
-    )
-
-
-def decode_evidence(host: str, value: str) -> Unavailable:
-    """``"<since ms>|<evidence json>"`` as stored by giveup.lua."""
-    since, _, evidence = value.partition("|")
-    try:
-        data = json.loads(evidence)
-        strike = Strike(data["status"], data["error"], data["retry_after"], int(data["tries"]))
-        return Unavailable(host, int(data["rows"]), strike, int(since) / 1000)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ClusterError(f"host circuit evidence for {host!r}: {value!r}: {exc}") from None
 
 
 class RedisCircuitStore:

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from urlcheck.cluster.circuit import decode_evidence
 from urlcheck.cluster.errors import ClusterError
+from urlcheck.cluster.evidence import decode_evidence
 from urlcheck.cluster.keys import JobKeys
 from urlcheck.cluster.scripts import Breaker, Scripts, guarded, pairs, text
 from urlcheck.cluster.task import Task, decode_entry, encode_entry
