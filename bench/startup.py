@@ -42,34 +42,14 @@ COMMANDS = {
     "urlcheck job --help": [*URLCHECK, "job", "--help"],
 }
 
-_LOADED = """
-loaded = sorted(m for m in sys.modules if m.startswith(("redis", "urlcheck.cluster")))
-print(json.dumps({"finish_reason": reason, "loaded": loaded}))
-"""
-# The crawl, as the crawl command runs it: preflight, then the crawl with urlcheck's settings.
-CRAWL = """
-import json, sys
-from scrapy.crawler import AsyncCrawlerProcess
-from urlcheck.cli import project_settings
-from urlcheck.crawl.preflight import preflight
-from urlcheck.spiders.check import CheckSpider
-
-settings = project_settings()
-settings.setdict({"JOBDIR": sys.argv[2], "LOG_LEVEL": "WARNING"}, priority="cmdline")
-lock = preflight(settings, {"csv": sys.argv[1]})
-process = AsyncCrawlerProcess(settings)
-crawler = process.create_crawler(CheckSpider)
-process.crawl(crawler, csv=sys.argv[1])
-process.start()
-lock.release()
-reason = crawler.stats.get_value("finish_reason")
-"""
-# The same crawl through the command line.
+# The same crawl through the command line, which also loads every Scrapy command of the project.
 COMMAND = """
 import json, sys
+from tests.crawl.importset import distributed_modules
 from urlcheck.cli import main
 code = main(["check", sys.argv[1], "--jobdir", sys.argv[2], "-L", "WARNING"])
 reason = "finished" if code == 0 else f"exit code {code}"
+print(json.dumps({"finish_reason": reason, "loaded": distributed_modules()}))
 """
 
 
@@ -93,13 +73,15 @@ def startup(runs: int, cwd: Path) -> dict[str, list[float]]:
     return times
 
 
-def import_set(code: str, folder: Path, site: SiteServer) -> dict[str, object]:
+def import_set(how: list[str], folder: Path, site: SiteServer) -> dict[str, object]:
+    """How a crawl of two rows ended, and what it loaded of distributed mode."""
+    folder.mkdir()
     csv = folder / "urls.csv"
     urls = [site.url("127.0.0.2", "/"), site.url("127.0.0.3", "/redirect/301?to=/")]
     csv.write_text("url\n" + "".join(f"{url}\n" for url in urls), encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-c", code + _LOADED, str(csv), str(folder / "job")],
-        cwd=folder,
+        [*how, str(csv), str(folder / "job")],
+        cwd=REPO,
         capture_output=True,
         text=True,
         check=False,
@@ -141,10 +123,10 @@ def main() -> int:
             if name == "urlcheck --help" and ratio > HELP_BOUND:
                 ok = False
         with SiteServer(("127.0.0.2", "127.0.0.3")) as site:
-            (folder / "crawl").mkdir()
-            (folder / "command").mkdir()
-            crawl = import_set(CRAWL, folder / "crawl", site)
-            command = import_set(COMMAND, folder / "command", site)
+            crawl = import_set(
+                [sys.executable, "-m", "tests.crawl.importset"], folder / "crawl", site
+            )
+            command = import_set([sys.executable, "-c", COMMAND], folder / "command", site)
         print("a one-process crawl of 2 rows against the demo site, in a fresh process:")
         print(f"  the crawl (preflight + crawl)   {describe(crawl)}  (target: no, 0)")
         print(f"  urlcheck check (command line)   {describe(command)}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -22,11 +23,11 @@ from urlcheck.pipelines import ResultsPipeline
 from urlcheck.spiders.check import CheckSpider
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from scrapy.crawler import Crawler
 
     from tests.sitefixture import SiteServer
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def crawler(**overrides: Any) -> Crawler:
@@ -60,30 +61,7 @@ def test_a_scheduler_of_your_own_stays_in_distributed_mode() -> None:
     assert distributed.settings["SCHEDULER"] == own
 
 
-# A real check crawl in a fresh process, as `scrapy crawl check` runs it (its preflight, then
-# the crawl with urlcheck's settings); what it loaded is printed when the crawl is over. (The
-# command line itself loads every Scrapy command of the project, urlcheck.commands.job among them.)
-CRAWL = """
-import json, sys
-from scrapy.crawler import AsyncCrawlerProcess
-from urlcheck.cli import project_settings
-from urlcheck.crawl.preflight import preflight
-from urlcheck.spiders.check import CheckSpider
-
-settings = project_settings()
-settings.setdict({"JOBDIR": sys.argv[2], "DOWNLOAD_DELAY": 0}, priority="cmdline")
-lock = preflight(settings, {"csv": sys.argv[1]})
-process = AsyncCrawlerProcess(settings)
-crawler = process.create_crawler(CheckSpider)
-process.crawl(crawler, csv=sys.argv[1])
-process.start()
-lock.release()
-loaded = [m for m in sys.modules if m.split(".")[0] == "redis" or m.startswith("urlcheck.cluster")]
-reason = crawler.stats.get_value("finish_reason")
-print(json.dumps({"finish_reason": reason, "loaded": sorted(loaded)}))
-"""
-
-
+# (`scrapy crawl check` itself also loads every Scrapy command of the project, commands.job too.)
 @pytest.mark.crawl
 def test_a_one_process_crawl_loads_no_module_of_distributed_mode(
     tmp_path: Path, site: SiteServer
@@ -93,11 +71,11 @@ def test_a_one_process_crawl_loads_no_module_of_distributed_mode(
     csv.write_text("url\n" + "".join(f"{url}\n" for url in rows), encoding="utf-8")
     jobdir = tmp_path / "job"
     done = subprocess.run(
-        [sys.executable, "-c", CRAWL, str(csv), str(jobdir)],
+        [sys.executable, "-m", "tests.crawl.importset", str(csv), str(jobdir), "DOWNLOAD_DELAY=0"],
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=tmp_path,
+        cwd=REPO,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]

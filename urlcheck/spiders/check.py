@@ -94,7 +94,7 @@ class CheckSpider(Spider):
         spider.runtime.row_error = spider.internal_error
         crawler.signals.connect(spider._line_written, signal=signals.item_scraped)
         crawler.signals.connect(spider._check_every_row, signal=signals.spider_closed)
-        if distributed(crawler.settings):  # the components of the DistributedMode add-on
+        if distributed(crawler.settings):  # the add-on's components find the job here
             if not spider.job:
                 raise ConfigError(
                     "REDIS_URL is set (distributed mode): name the job with -a job=NAME"
