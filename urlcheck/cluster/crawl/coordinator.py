@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from twisted.internet.task import LoopingCall
 
     from urlcheck.cluster.task import Task
-    from urlcheck.crawl.requests import RowRequests
     from urlcheck.input.csvfile import CsvSource
     from urlcheck.input.feeder import HostFeeder, RowRef
 
@@ -65,10 +64,9 @@ def has_bit(bitmap: bytes, row: int) -> bool:
 
 
 class Coordinator:
-    def __init__(self, crawler: Crawler, runtime: ClusterRuntime, requests: RowRequests) -> None:
+    def __init__(self, crawler: Crawler, runtime: ClusterRuntime) -> None:
         self.crawler = crawler
         self.runtime = runtime
-        self.requests = requests
         self.source: CsvSource | None = None
         self.feeder: HostFeeder | None = None
         self.collector: ResultCollector | None = None
@@ -144,8 +142,8 @@ class Coordinator:
 
     def _task(self, ref: RowRef) -> tuple[str, Task]:
         assert self.source is not None
-        row_task = self.requests.task(self.source.read_at(ref.offset, ref.row), ref.host_id)
-        task = task_from_row(row_task, self.requests.method)
+        row_task = self.runtime.requests.task(self.source.read_at(ref.offset, ref.row), ref.host_id)
+        task = task_from_row(row_task, self.runtime.requests.method)
         return host_key(task.target), task
 
     async def _retrying(self, call: Callable[[], T]) -> T:
@@ -298,10 +296,10 @@ class Coordinator:
 class ClusterCoordinator:
     """Extension driving the :class:`Coordinator` of a distributed job."""
 
-    def __init__(self, crawler: Crawler, runtime: ClusterRuntime, requests: RowRequests) -> None:
+    def __init__(self, crawler: Crawler, runtime: ClusterRuntime) -> None:
         self.crawler = crawler
         self.runtime = runtime
-        self.coordinator = Coordinator(crawler, runtime, requests)
+        self.coordinator = Coordinator(crawler, runtime)
         self._loop: AsyncioLoopingCall | LoopingCall | None = None
 
     @classmethod
@@ -309,10 +307,9 @@ class ClusterCoordinator:
         cluster = ClusterRuntime.for_crawler(crawler)
         if cluster is None or not cluster.is_coordinator:
             raise NotConfigured
-        rt = runtime(crawler)
-        assert rt.requests is not None  # the check spider, which declared the job's role, made it
-        extension = cls(crawler, cluster, rt.requests)
+        extension = cls(crawler, cluster)
         # The spider's rows go to Redis; the host report is the whole job's.
+        rt = runtime(crawler)
         rt.feed_rows = extension.coordinator.feed
         rt.job_hosts = cluster.job_hosts
         connect = crawler.signals.connect

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from urlcheck.cluster.frontier import Claim, Then
+    from urlcheck.crawl.requests import RowRequests
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +35,11 @@ class Dispatcher(Protocol):
 
 class ClusterRuntime(JobProcess):
     def __init__(self, crawler: Crawler, config: ClusterConfig, job: str, role: str) -> None:
-        super().__init__(config, job, role, runtime(crawler).backoff)
+        rt = runtime(crawler)
+        super().__init__(config, job, role, rt.backoff)
         self.crawler = crawler
+        assert rt.requests is not None  # made by the check spider, which declared the role
+        self.requests: RowRequests = rt.requests  # tasks, requests and lines, as in one process
         self.scheduler: Dispatcher | None = None  # set when the scheduler opens
 
     @classmethod

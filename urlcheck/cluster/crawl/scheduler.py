@@ -39,14 +39,13 @@ if TYPE_CHECKING:
     from twisted.internet.task import LoopingCall
 
     from urlcheck.cluster.frontier import Claim, Lease
-    from urlcheck.crawl.requests import RowRequests
 
 
 class ClusterScheduler(BaseScheduler):
-    def __init__(self, crawler: Crawler, runtime: ClusterRuntime, requests: RowRequests) -> None:
+    def __init__(self, crawler: Crawler, runtime: ClusterRuntime) -> None:
         self.crawler = crawler
         self.runtime = runtime
-        self.requests = requests
+        self.requests = runtime.requests
         self.stats = crawler.stats
         self.dispatch: LeaseDispatch[Request] = LeaseDispatch(runtime, self)
         self._wakeup: CallLaterResult | None = None
@@ -58,9 +57,7 @@ class ClusterScheduler(BaseScheduler):
         cluster = ClusterRuntime.for_crawler(crawler)
         if cluster is None:
             raise NotConfigured("ClusterScheduler needs REDIS_URL")
-        requests = runtime(crawler).requests
-        assert requests is not None  # the check spider, which declared the job's role, made it
-        return cls(crawler, cluster, requests)
+        return cls(crawler, cluster)
 
     def __len__(self) -> int:
         return len(self.dispatch)
