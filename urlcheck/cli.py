@@ -2,33 +2,56 @@
 
 ``urlcheck check urls.csv`` is ``scrapy crawl check -a csv=urls.csv`` run with urlcheck's settings
 (as ``SCRAPY_SETTINGS_MODULE=urlcheck.settings`` would), in this process, with the same exit codes
-(docs/jobs.md). Every other command of ``urlcheck.commands`` (``job``, ``demo``, and any added
-later) passes through as it is; only the help text is this module's.
+(docs/jobs.md). Every other command of ``urlcheck.commands`` (``job``, ``demo``) passes through as
+it is; only the help text is this module's.
+
+As pip does, the commands are listed here with their summaries, so that ``urlcheck --help``
+imports none of them, and ``urlcheck NAME --help`` only NAME's; Scrapy itself is imported only to
+run a command or to show its options. ``scrapy NAME`` in the checkout finds the same commands by
+walking ``COMMANDS_MODULE``.
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
+import importlib
 import os
 import shutil
 import sys
 import textwrap
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING
-
-from scrapy.cmdline import execute
-from scrapy.commands import ScrapyCommand
-from scrapy.utils.misc import walk_modules_iter
-from scrapy.utils.project import get_project_settings
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from scrapy.commands import ScrapyCommand
     from scrapy.settings import Settings
 
 SETTINGS_MODULE = "urlcheck.settings"
-HIDDEN = {"crawl"}  # `check` is the way in; `urlcheck crawl check ...` still works
+
+
+class CommandInfo(NamedTuple):
+    module: str  # holds the ScrapyCommand subclass ``Command``; its name is the command's
+    summary: str  # as ``urlcheck --help`` lists it: the command's short_desc() (tests hold them)
+
+
+# Every module of urlcheck.commands (tests/commands/test_cli.py checks that none is missing).
+# `check` is the way into `crawl`, which is not listed; `urlcheck crawl check ...` still works.
+COMMANDS = {
+    "check": CommandInfo(
+        "urlcheck.commands.crawl", "Check every URL of a CSV (scrapy crawl check -a csv=CSV)"
+    ),
+    "demo": CommandInfo(
+        "urlcheck.commands.demo",
+        "Check a demo CSV against a bundled demo site on 127.0.0.1 (no internet needed)",
+    ),
+    "job": CommandInfo(
+        "urlcheck.commands.job",
+        "Show, control or supervise a urlcheck job: status, pause, resume, cancel, run",
+    ),
+}
+HIDDEN = {"crawl": CommandInfo("urlcheck.commands.crawl", "")}
 
 DESCRIPTION = """\
 Check a CSV of URLs and their redirects, politely (1 request at a time and 300 ms apart per
@@ -59,34 +82,27 @@ exit codes: 0 finished, 2 input error, 3 finished with failed verdicts, 4 stoppe
 
 def project_settings() -> Settings:
     """urlcheck's settings, wherever the current directory is; Scrapy's commands read the same."""
+    from scrapy.utils.project import get_project_settings
+
     os.environ["SCRAPY_SETTINGS_MODULE"] = SETTINGS_MODULE
     return get_project_settings()
 
 
-def project_commands(settings: Settings) -> dict[str, ScrapyCommand]:
-    """The commands of COMMANDS_MODULE by name, found as Scrapy finds them (one per module)."""
-    commands: dict[str, ScrapyCommand] = {}
-    for module in walk_modules_iter(settings["COMMANDS_MODULE"]):
-        for obj in vars(module).values():
-            if (
-                inspect.isclass(obj)
-                and issubclass(obj, ScrapyCommand)
-                and obj.__module__ == module.__name__
-            ):
-                commands[module.__name__.rpartition(".")[2]] = obj()
-    return commands
+def create_command(name: str) -> ScrapyCommand:
+    """The command ``name`` (of COMMANDS or HIDDEN), its module imported only now."""
+    info = COMMANDS.get(name) or HIDDEN[name]
+    command: ScrapyCommand = importlib.import_module(info.module).Command()
+    return command
 
 
-def _main_help(commands: dict[str, ScrapyCommand]) -> str:
-    listed = {"check": "Check every URL of a CSV (scrapy crawl check -a csv=CSV)"}
-    listed.update((n, c.short_desc()) for n, c in sorted(commands.items()) if n not in HIDDEN)
+def _main_help() -> str:
     lines = [
         "usage: urlcheck <command> [options] [args]",
         "",
         DESCRIPTION,
         "",
         "commands:",
-        *(f"  {name:<8} {desc}" for name, desc in listed.items()),
+        *(f"  {name:<8} {info.summary}" for name, info in COMMANDS.items()),
         "",
         EXAMPLES,
         "",
@@ -179,7 +195,8 @@ def check_argv(args: Sequence[str]) -> list[str]:
     return argv + passthrough
 
 
-def _command_help(name: str, command: ScrapyCommand, settings: Settings) -> str:
+def _command_help(name: str) -> str:
+    command = create_command(name)
     parser = argparse.ArgumentParser(
         prog=f"urlcheck {name}",
         usage=f"urlcheck {name} {command.syntax()}",
@@ -187,7 +204,7 @@ def _command_help(name: str, command: ScrapyCommand, settings: Settings) -> str:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         conflict_handler="resolve",
     )
-    command.settings = settings
+    command.settings = project_settings()
     command.add_options(parser)
     return parser.format_help()
 
@@ -206,31 +223,31 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``urlcheck ARGS``; returns (or exits with) the command's exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    settings = project_settings()
-    commands = project_commands(settings)
     if not args or args[0] in ("-h", "--help"):
-        print(_main_help(commands))
+        print(_main_help())
         return 0 if args else 2
     if args[0] == "--version":
         print(f"urlcheck {_version()}")
         return 0
     name, rest = args[0], args[1:]
     if name == "check":
-        return _execute(check_argv(rest), settings)
-    if name not in commands:
-        shown = ", ".join(["check", *sorted(set(commands) - HIDDEN)])
+        return _execute(check_argv(rest))
+    if name not in COMMANDS and name not in HIDDEN:
+        shown = ", ".join(COMMANDS)
         print(f"urlcheck: unknown command {name!r}; the commands are: {shown}", file=sys.stderr)
         return 2
     if "-h" in rest or "--help" in rest:
-        print(_command_help(name, commands[name], settings), end="")
+        print(_command_help(name), end="")
         return 0
-    return _execute([name, *rest], settings)
+    return _execute([name, *rest])
 
 
-def _execute(argv: list[str], settings: Settings) -> int:
+def _execute(argv: list[str]) -> int:
     """Scrapy's own command line runs the command; its exit code is returned."""
+    from scrapy.cmdline import execute
+
     try:
-        execute(["urlcheck", *argv], settings)
+        execute(["urlcheck", *argv], project_settings())
     except SystemExit as done:
         if done.code is None or isinstance(done.code, int):
             return done.code or 0

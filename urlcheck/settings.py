@@ -81,9 +81,13 @@ SPIDER_MIDDLEWARES = {
     "urlcheck.middlewares.rowerrors.RowErrorsMiddleware": 950,
 }
 ITEM_PIPELINES = {
-    # Off (NotConfigured) unless REDIS_URL is set: results are committed to the job in Redis.
-    "urlcheck.cluster.crawl.pipeline.ClusterResultsPipeline": 290,
     "urlcheck.pipelines.ResultsPipeline": 300,
+}
+# Distributed mode (docs/distributed.md), only when REDIS_URL is set: the scheduler that leases
+# work from Redis, the pipeline that commits results there (290) and the coordinator (120).
+# Without REDIS_URL a crawl loads nothing of it, not even redis-py.
+ADDONS = {
+    "urlcheck.crawl.addon.DistributedMode": 0,
 }
 EXTENSIONS = {
     # A job's -o exports are written from results.jsonl at the end of each run (docs/jobs.md).
@@ -93,8 +97,6 @@ EXTENSIONS = {
     "urlcheck.extensions.progress.Progress": 110,
     # Off (NotConfigured) unless URLCHECK_METRICS_PORT or URLCHECK_METRICS_FILE is set.
     "urlcheck.extensions.metrics.Metrics": 520,
-    # Off unless REDIS_URL is set and -a csv is given: feeds Redis, writes results.jsonl.
-    "urlcheck.cluster.crawl.coordinator.ClusterCoordinator": 120,
     "urlcheck.extensions.summary.Summary": 500,
     "urlcheck.extensions.hostreport.HostReport": 505,
     # Off (NotConfigured) unless ROBOTSTXT_OBEY: robots.txt's Crawl-delay per host.

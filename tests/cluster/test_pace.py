@@ -13,6 +13,7 @@ from scrapy.utils.test import get_crawler
 
 from urlcheck.cluster import ClusterJob, Frontier, Task
 from urlcheck.cluster.circuit import RedisCircuitStore
+from urlcheck.cluster.crawl.coordinator import ClusterCoordinator
 from urlcheck.cluster.crawl.runtime import ClusterRuntime
 from urlcheck.cluster.frontier import JobHost, PaceEvent, PaceRule
 from urlcheck.extensions.hostreport import HostReport
@@ -168,6 +169,7 @@ def test_the_coordinators_hosts_json_is_the_jobs(
     w1.complete_retry(lease, lease.task, delay=0, backoff=2, strikes=1)
     assert HostCircuit(1, store=RedisCircuitStore(w1)).exhausted("b", Strike(503)) is not None
 
+    ClusterCoordinator.from_crawler(crawler)  # what gives the host report the job's hosts
     report = HostReport.from_crawler(crawler)
     for _ in range(2):  # the coordinator's run, and a restart's
         report.spider_closed()

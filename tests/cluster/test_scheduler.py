@@ -1,5 +1,6 @@
-"""ClusterScheduler's own decisions, on a real crawler and a private redis-server: what it does
-with a lease lost three times, a hop, a stale outcome, a pause and the job's end."""
+"""ClusterScheduler, the Scrapy adapter of the lease dispatch, on a real crawler and a private
+redis-server: a lease lost three times, a hop, a stale outcome, a pause and the job's end, as the
+engine sees them (tests/cluster/test_dispatch.py tests the dispatch alone)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from urlcheck.clock import ManualClock
 from urlcheck.cluster import ClusterJob, Frontier, Task, connect
 from urlcheck.cluster.crawl.pipeline import ClusterResultsPipeline
 from urlcheck.cluster.crawl.runtime import ClusterRuntime
-from urlcheck.cluster.crawl.scheduler import ClusterScheduler, HostLeaseQueue
+from urlcheck.cluster.crawl.scheduler import ClusterScheduler
 from urlcheck.cluster.crawl.tasks import task_from_request, worker_lost_result
 from urlcheck.crawl import meta as m
 from urlcheck.crawl.runtime import runtime as crawl_runtime
@@ -34,12 +35,9 @@ def scheduler(server: RedisServer) -> Iterator[ClusterScheduler]:
     crawler = get_crawler(
         CheckSpider, {"REDIS_URL": server.url, "DOWNLOAD_DELAY": 0.3, "DOWNLOAD_TIMEOUT": 20}
     )
-    spider = CheckSpider.from_crawler(crawler, job=JOB)
-    crawler.spider = spider
+    crawler.spider = CheckSpider.from_crawler(crawler, job=JOB)
     crawler.engine = crawler._create_engine()  # a real engine, never started
-    found = ClusterScheduler.from_crawler(crawler)
-    found.spider = spider  # what open() sets, without its renewal loop
-    found.queue = HostLeaseQueue(found.runtime, spider)
+    found = ClusterScheduler.from_crawler(crawler)  # not opened: no renewal loop
     assert ClusterJob(client, JOB).open("coordinator@test")
     yield found
     client.close()
@@ -51,7 +49,10 @@ def task(row: int, host: str = "a.test", path: str = "/") -> Task:
 
 
 def claim(scheduler: ClusterScheduler, n: int = 5) -> None:
-    scheduler.accept(scheduler.queue.claim(n), scheduler.runtime.book.clock())
+    runtime = scheduler.runtime
+    asked = runtime.book.clock()
+    config = runtime.config
+    scheduler.accept(runtime.frontier.claim(n, ttl=config.lease_ttl, delay=config.delay), asked)
 
 
 def collected(server: RedisServer) -> list[dict[str, object]]:
@@ -88,14 +89,15 @@ def test_a_hop_goes_back_with_its_lease_and_a_stale_one_is_dropped(
     request = scheduler.next_request()  # handed to the downloader
     assert request is not None and len(scheduler) == 0
     assert request.url == "http://a.test/" and request.meta[m.TASK].row == 1
-    hop = scheduler.spider._request(
+    hop = scheduler.requests.request(
         request.meta[m.TASK],
         "http://b.test/next",
         [{"url": "http://a.test/", "status": 301, "location": None, "ms": 1, "kind": None}],
     )
     assert scheduler.enqueue_request(hop)
     # Its completion leased the next hop (b.test is idle) in the same round trip.
-    assert [r.url for r in scheduler._ready] == ["http://b.test/next"]
+    assert len(scheduler) == 1
+    assert scheduler.next_request().url == "http://b.test/next"
     assert task_from_request(hop).chain[0]["status"] == 301
     # An outcome for a row whose lease this process lost (reaped after a stall) is dropped.
     scheduler.runtime.book.pop(1)
@@ -110,14 +112,14 @@ def test_a_pause_hands_back_what_was_not_sent_and_the_end_stops_asking(
     runtime.frontier.push([("a.test", task(1)), ("b.test", task(2))])
     claim(scheduler)
     assert len(scheduler) == 2
-    scheduler._follow_control("paused", "running")
+    scheduler.dispatch.follow_control("paused", "running")
     assert len(scheduler) == 0 and len(runtime.book) == 0
     client = connect(server.url)
     ready = client.zrange(f"uc:{{{JOB}}}:ready", 0, -1)
     assert sorted(ready) == [b"a.test", b"b.test"]  # back in the queue, after the host's delay
     assert client.hlen(f"uc:{{{JOB}}}:inflight") == 0
     assert scheduler.has_pending_requests()
-    scheduler._follow_control("run", "done")
+    scheduler.dispatch.follow_control("run", "done")
     assert runtime.finished and not scheduler.has_pending_requests()
     assert scheduler.next_request() is None
 
@@ -142,7 +144,7 @@ def test_a_lease_near_its_end_is_not_sent_and_a_lost_one_is_let_go(
     clock = ManualClock(0.0)
     runtime.book.clock = clock
     claim(scheduler)
-    assert len(scheduler.queue) == 2
+    assert len(runtime.book) == 2
     clock.advance(runtime.config.lease_ttl)  # renewals failed all along
     assert scheduler.next_request() is None
     assert crawler_stat(scheduler, "urlcheck/cluster/expired_before_send") == 2
@@ -153,7 +155,7 @@ def test_a_lease_near_its_end_is_not_sent_and_a_lost_one_is_let_go(
     client = connect(server.url)
     client.zadd(f"uc:{{{JOB}}}:leases", {"c.test": 1})
     Frontier(client, JOB, owner="other").claim(0, ttl=30, delay=0)  # reaps it
-    scheduler._renew()
+    scheduler.dispatch.renew()
     assert crawler_stat(scheduler, "urlcheck/cluster/lost") == 1
     assert len(runtime.book) == 0
 
@@ -163,7 +165,7 @@ def test_results_are_committed_once_and_other_items_pass(
 ) -> None:
     pipeline = ClusterResultsPipeline.from_crawler(scheduler.crawler)
     assert pipeline.process_item({"not": "a result"}) == {"not": "a result"}
-    line = worker_lost_result(scheduler.spider, task(5), 3)
+    line = worker_lost_result(scheduler.requests, task(5), 3)
     with pytest.raises(DropItem):
         pipeline.process_item(line)  # no lease: committed as it is
     with pytest.raises(DropItem):

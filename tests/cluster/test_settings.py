@@ -5,16 +5,13 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
-from tests.conftest import project_settings
 from urlcheck.check.urls import redacted
 from urlcheck.cluster.config import ClusterConfig, check_cluster
-from urlcheck.config.crawlconfig import ConfigError, UrlcheckConfig
-from urlcheck.spiders.check import CLUSTER_SCHEDULER, CheckSpider
+from urlcheck.config.crawlconfig import ConfigError
 
 
 def test_off_without_redis_url() -> None:
     assert ClusterConfig.from_settings(Settings()) is None
-    assert UrlcheckConfig.from_settings(project_settings()).cluster is None
     assert check_cluster(Settings(), {"csv": "urls.csv"}) is None
 
 
@@ -50,15 +47,6 @@ def test_preflight_rules_for_job_names_and_workers() -> None:
     with pytest.raises(ConfigError, match="needs -s REDIS_URL"):
         check_cluster(Settings(), {"job": "x"})
     assert check_cluster(with_redis, {"job": "x"}) is not None
-
-
-def test_the_scheduler_changes_only_with_redis_url() -> None:
-    plain = project_settings()
-    CheckSpider.update_settings(plain)
-    assert plain.get("SCHEDULER") == "urlcheck.crawl.scheduling.MemoryScheduler"
-    distributed = project_settings(REDIS_URL="redis://r/0")
-    CheckSpider.update_settings(distributed)
-    assert distributed.get("SCHEDULER") == CLUSTER_SCHEDULER
 
 
 def test_passwords_stay_out_of_logs_and_job_files() -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from urlcheck import cli
 from urlcheck.cli import check_argv
 from urlcheck.jobs.lock import JobLock
 
@@ -100,7 +101,7 @@ def test_help_lists_every_command_with_examples(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith("usage: urlcheck <command> [options] [args]\n")
-    # every module of urlcheck/commands is listed (crawl through `check`): no edit of cli.py
+    # every module of urlcheck/commands is listed (crawl through `check`)
     for name in ["check", *(c for c in COMMANDS if c != "crawl")]:
         assert f"\n  {name} " in out, name
     assert "\nexamples:\n  urlcheck demo" in out
@@ -109,6 +110,48 @@ def test_help_lists_every_command_with_examples(tmp_path: Path) -> None:
     assert "Warning" not in done.stderr
     nothing = urlcheck(cwd=tmp_path)
     assert nothing.returncode == 2 and nothing.stdout == out
+
+
+def test_the_command_table_names_every_command_and_its_summary() -> None:
+    listed = {*cli.COMMANDS.values(), *cli.HIDDEN.values()}
+    assert {info.module for info in listed} == {f"urlcheck.commands.{c}" for c in COMMANDS}
+    for name, info in cli.COMMANDS.items():
+        if name != "check":  # `check` is `crawl check`, in its own words
+            assert info.summary == cli.create_command(name).short_desc(), name
+
+
+# What `urlcheck ARGS` loaded, run in a fresh process.
+LOADED = """
+import json, sys
+from urlcheck.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("scrapy", "urlcheck"))))
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "loaded"),
+    [
+        (["--help"], {"urlcheck", "urlcheck.cli"}),
+        (["check", "--help"], {"urlcheck", "urlcheck.cli"}),
+        (["--version"], {"urlcheck", "urlcheck.cli"}),
+    ],
+)
+def test_help_imports_only_what_it_shows(tmp_path: Path, args: list[str], loaded: set[str]) -> None:
+    done = run([sys.executable, "-c", LOADED, *args], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert set(json.loads(done.stdout.splitlines()[-1])) == loaded
+
+
+def test_a_commands_help_imports_no_other_command(tmp_path: Path) -> None:
+    done = run([sys.executable, "-c", LOADED, "demo", "--help"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    modules = set(json.loads(done.stdout.splitlines()[-1]))
+    assert "urlcheck.commands.demo" in modules and "urlcheck.commands.job" not in modules
+    assert not any(m.startswith("urlcheck.cluster") for m in modules)
 
 
 @pytest.mark.parametrize("name", ["check", "job", "demo"])

@@ -24,13 +24,14 @@ from urlcheck.check.result import Result
 from urlcheck.commands.job import run_job_command
 from urlcheck.config.crawlconfig import ConfigError, JobControlConfig
 from urlcheck.crawl.runtime import runtime
-from urlcheck.extensions.jobcontrol import JobControl, wait_while_paused
+from urlcheck.extensions.jobcontrol import JobControl
 from urlcheck.jobs.context import JobContext
 from urlcheck.jobs.done import DoneRows
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
 from urlcheck.jobs.files import ControlAction, JobMeta, JobState, parse_utc_iso, write_control
 from urlcheck.jobs.lock import JobLock, lock_holder
 from urlcheck.jobs.resultsfile import ResultsPlan
+from urlcheck.signals import wait_while_paused
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -115,7 +116,6 @@ class JobSpider(Spider):
             total_rows=self.rows,
             done_rows=0,
             user_agent="jobtest",
-            shaping_settings={"URLCHECK_METHOD": "GET"},
             paused_hosts=self.paused_hosts,
             lock=self.lock,
         )

@@ -53,6 +53,27 @@ def test_meta_follows_the_crawl_and_records_effective_settings(
     meta = JobMeta.load(jobdir)
     assert meta is not None and meta.done_rows == rows
     assert meta.results_bytes == (jobdir / "results.jsonl").stat().st_size
+    # Every setting that shapes results or pace, as this run used it: exactly these.
+    assert meta.settings == {
+        "URLCHECK_METHOD": "GET",
+        "URLCHECK_MAX_HOPS": 10,
+        "URLCHECK_FOLLOW_META_REFRESH": False,
+        "URLCHECK_VERDICT_IGNORE_TRAILING_SLASH": True,
+        "URLCHECK_TEMPORARY_REDIRECT": "fail",
+        "URLCHECK_MAX_CHAIN_HOPS": None,
+        "URLCHECK_BACKOFF_BASE": 30.0,
+        "URLCHECK_BACKOFF_MAX": 300.0,
+        "URLCHECK_BACKOFF_RETRIES": 3,
+        "URLCHECK_BACKOFF_HTTP_CODES": [429, 503],
+        "COOKIES_ENABLED": False,
+        "ROBOTSTXT_OBEY": False,
+        "CONCURRENT_REQUESTS": 5,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+        "DOWNLOAD_DELAY": 0.05,
+        "DOWNLOAD_TIMEOUT": 20.0,
+        "RETRY_TIMES": 2,
+        "URLCHECK_JOB_STUCK_AFTER": 180.0,
+    }
 
 
 def test_status_is_exact_after_kill_9_with_meta_behind(tmp_path: Path, site: SiteServer) -> None:

@@ -59,7 +59,7 @@ def test_new_job(tmp_path: Path, csv: Path) -> None:
     # The job keeps its own copy of the input, and the run reads that copy.
     assert meta.input_copy == "input.csv" and job.input_path == jobdir / "input.csv"
     assert (jobdir / "input.csv").read_bytes() == csv.read_bytes()
-    context = job.context(total_rows=3, user_agent="ua", shaping_settings={"X": 1})
+    context = job.context(total_rows=3, user_agent="ua")
     assert (context.total_rows, context.done_rows, context.user_agent) == (3, 0, "ua")
     assert context.paused_hosts() == []
 

@@ -28,7 +28,7 @@ class UnprintableError(Exception):
 def test_a_failure_the_classifier_cannot_read_still_gives_the_row_its_line(tmp_path):
     spider = _spider(tmp_path)
     task = RowTask(7, "http://127.0.0.2/a", "http://127.0.0.2/a", None, {})
-    request = spider._request(task, "http://127.0.0.2/a", [])
+    request = spider.requests.request(task, "http://127.0.0.2/a", [])
     failure = Failure(UnprintableError())
     failure.request = request  # type: ignore[attr-defined]
 

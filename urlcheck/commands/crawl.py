@@ -34,8 +34,8 @@ def exit_code(crawler: Crawler) -> ExitCode:
         return ExitCode.INPUT_ERROR
     if stats.get("urlcheck/rows_missing"):  # never silence: a row fed without its line
         return ExitCode.ROWS_MISSING
-    cluster = runtime(crawler).cluster
-    if cluster is not None and not cluster.is_coordinator:  # a worker: the job is not its own
+    role = runtime(crawler).cluster_role
+    if role is not None and not role.coordinator:  # a worker: the job is not its own
         return ExitCode.FINISHED if reason in ("finished", "cancelled") else ExitCode.PAUSED
     jobdir = crawler.settings.get("JOBDIR")
     meta = JobMeta.load(Path(jobdir)) if jobdir else None

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from urlcheck.check.addressguard import AddressPolicy
-from urlcheck.cluster.config import ClusterConfig
 from urlcheck.config.proxies import ProxySettings
 from urlcheck.config.reader import ConfigError, SettingsReader
 from urlcheck.jobs.recheck import Recheck
@@ -188,7 +187,6 @@ class UrlcheckConfig:
     addresses: AddressPolicy
     metrics: MetricsConfig = MetricsConfig()
     progress_interval: float = 30.0  # 0: no progress line
-    cluster: ClusterConfig | None = None  # None: no REDIS_URL, one process (docs/distributed.md)
     body_max_bytes: int = 256 * 1024
     results_enabled: bool = True
     recheck: Recheck | None = None  # -a recheck=...: rows of the job to check again
@@ -206,7 +204,6 @@ class UrlcheckConfig:
             addresses=AddressPolicy.from_settings(settings),
             metrics=MetricsConfig.from_settings(settings),
             progress_interval=progress_interval(settings),
-            cluster=ClusterConfig.from_settings(settings),
             body_max_bytes=read.integer("URLCHECK_BODY_MAX_BYTES", 256 * 1024, minimum=1024),
             results_enabled=read.boolean("URLCHECK_RESULTS_ENABLED", True),
             recheck=_recheck(read.text("URLCHECK_RECHECK", "")),

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from urlcheck.check.urls import redacted
-from urlcheck.cluster.config import redis_params
 from urlcheck.config.reader import ConfigError, SettingsReader
 from urlcheck.proxypool import ConfigError as PoolConfigError
 from urlcheck.proxypool import PoolConfig, PoolStore, Proxy, ProxySpecError, store_from_uri
@@ -105,6 +104,12 @@ class ProxySettings:
         store_uri = _store_uri(read.text("URLCHECK_PROXY_STORE", job_redis or "memory://"))
         _check_options(store_uri, "URLCHECK_PROXY_STORE" if store_uri != job_redis else "REDIS_URL")
         in_job_redis = bool(job_redis) and store_uri.strip() == job_redis
+        if in_job_redis:  # distributed mode: its REDIS_PARAMS (only then its settings module)
+            from urlcheck.cluster.config import redis_params
+
+            store_params = redis_params(settings)
+        else:
+            store_params = {}
         sticky = read.text("URLCHECK_PROXY_STICKY", "host").strip()
         column = None
         if sticky.lower().startswith("column:"):
@@ -128,7 +133,7 @@ class ProxySettings:
             report_interval=read.number("URLCHECK_PROXY_REPORT_INTERVAL", 60.0, minimum=1.0),
             store_uri=store_uri,
             in_job_redis=in_job_redis,
-            store_params=redis_params(settings) if in_job_redis else {},
+            store_params=store_params,
             pool_name=(
                 None
                 if settings.get("URLCHECK_PROXY_POOL_NAME") is None

@@ -7,10 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from urlcheck.cluster.admin import check_coordinator
-from urlcheck.cluster.config import check_cluster
-from urlcheck.cluster.errors import ClusterError
 from urlcheck.config.crawlconfig import ConfigError, UrlcheckConfig
+from urlcheck.crawl.addon import distributed
 from urlcheck.input.csvfile import CsvSource, InputError
 from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
@@ -63,8 +61,13 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
     when the user named none, and ``-a csv`` may be left out when the job keeps its own copy.
     """
     csv = spider_args.get("csv")
+    # Only a run that names a distributed job loads distributed mode's modules (and redis-py).
+    cluster = distributed(settings) or bool(spider_args.get("job"))
     try:
-        check_cluster(settings, spider_args)
+        if cluster:
+            from urlcheck.cluster.config import check_cluster
+
+            check_cluster(settings, spider_args)
         if not csv and spider_args.get("job"):  # a worker of a distributed job
             check_proxy_store(UrlcheckConfig.from_settings(settings))
             return None
@@ -94,10 +97,8 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
         raise PreflightError(
             "recheck: re-checking rows needs a job (drop --no-job)", ExitCode.INPUT_ERROR
         )
-    try:
-        check_coordinator(settings, spider_args, jobdir)  # one coordinator per distributed job
-    except ClusterError as exc:
-        raise PreflightError(str(exc), ExitCode.LOCKED) from None
+    if cluster:
+        _check_coordinator(settings, spider_args, jobdir)
     if jobdir is None:
         return None
     settings.set("JOBDIR", str(jobdir), priority="cmdline")
@@ -120,3 +121,16 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
         lock.release()
         raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
     return lock
+
+
+def _check_coordinator(
+    settings: BaseSettings, spider_args: dict[str, str], jobdir: Path | None
+) -> None:
+    """One coordinator per distributed job."""
+    from urlcheck.cluster.admin import check_coordinator
+    from urlcheck.cluster.errors import ClusterError
+
+    try:
+        check_coordinator(settings, spider_args, jobdir)
+    except ClusterError as exc:
+        raise PreflightError(str(exc), ExitCode.LOCKED) from None

@@ -8,6 +8,7 @@ crawl's :class:`Runtime` instead of reaching into the spider or into another com
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
@@ -15,18 +16,28 @@ from urlcheck.config.crawlconfig import UrlcheckConfig
 from urlcheck.politeness.backoff import HostBackoff
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Mapping
     from pathlib import Path
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
     from urlcheck.check.result import Result
-    from urlcheck.cluster.crawl.runtime import ClusterRuntime
+    from urlcheck.cluster.frontier import JobHost
+    from urlcheck.crawl.requests import RowRequests
+    from urlcheck.input.csvfile import CsvSource
     from urlcheck.input.feeder import HostFeeder
     from urlcheck.jobs.context import JobContext
     from urlcheck.jobs.resultsfile import ResultsPlan
     from urlcheck.proxypool import ProxyPool
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRole:
+    """This process's part in a distributed job (``REDIS_URL``; docs/distributed.md)."""
+
+    job: str  # -a job=NAME: the job in Redis, and its proxy pool's default name
+    coordinator: bool  # -a csv too: it feeds the rows and writes results.jsonl
 
 
 class Runtime:
@@ -40,12 +51,18 @@ class Runtime:
         self.total_rows = 0
         # Set by the proxy middleware when proxies are configured:
         self.proxy_pool: ProxyPool | None = None
+        # Set by the check spider: how rows become requests and chains lines.
+        self.requests: RowRequests | None = None
         # Set by the check spider: the line of a row whose callback raised (None: not a row's).
         self.row_error: Callable[[Response, BaseException], Result | None] | None = None
         # Set by the check spider: how a cancel ends the rows in hand (JobControl calls it).
         self.wind_down: Callable[[float], Awaitable[None]] | None = None
         # Set by the check spider in distributed mode (REDIS_URL; docs/distributed.md):
-        self.cluster: ClusterRuntime | None = None
+        self.cluster_role: ClusterRole | None = None
+        # Set by distributed mode's coordinator extension: it queues the rows in Redis instead
+        # of the spider requesting them, and reads the whole job's hosts for the host report.
+        self.feed_rows: Callable[[CsvSource, HostFeeder], Awaitable[None]] | None = None
+        self.job_hosts: Callable[[], Mapping[str, JobHost] | None] | None = None
 
     @property
     def results_path(self) -> Path | None:

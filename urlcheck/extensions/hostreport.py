@@ -23,6 +23,8 @@ from scrapy import signals
 from urlcheck.crawl.runtime import runtime
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from scrapy.crawler import Crawler
 
     from urlcheck.cluster.frontier import JobHost
@@ -75,11 +77,9 @@ class HostReport:
             for host in sorted(learned.keys() | paused.keys() | down.keys())
         }, False
 
-    def _job_hosts(self) -> dict[str, JobHost] | None:
-        cluster = runtime(self.crawler).cluster
-        if cluster is None or not cluster.is_coordinator:
-            return None
-        return cluster.job_hosts()
+    def _job_hosts(self) -> Mapping[str, JobHost] | None:
+        job_hosts = runtime(self.crawler).job_hosts  # set on a distributed job's coordinator
+        return job_hosts() if job_hosts is not None else None
 
     def spider_closed(self) -> None:
         hosts, totals = self.hosts()

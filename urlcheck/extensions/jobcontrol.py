@@ -34,6 +34,7 @@ from urlcheck.jobs.files import (
     utc_iso,
 )
 from urlcheck.jobs.progress import Heartbeat, RunRate
+from urlcheck.signals import job_paused, job_resumed
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -46,18 +47,6 @@ if TYPE_CHECKING:
     from urlcheck.jobs.context import JobContext
 
 logger = logging.getLogger(__name__)
-
-# Sent (no arguments) when the job is paused / resumed through control.json. A lazy start()
-# waits for job_resumed while the engine is paused (see wait_while_paused), because a paused
-# engine still consumes start(): only the scheduler stops being drained.
-job_paused = object()
-job_resumed = object()
-
-
-async def wait_while_paused(crawler: Crawler) -> None:
-    """Return once the job is not paused; for the spider's lazy ``start()`` loop."""
-    while crawler.engine.paused and crawler.crawling:
-        await crawler.signals.wait_for(job_resumed)
 
 
 def effective_settings(crawler: Crawler) -> dict[str, Any]:
@@ -279,7 +268,7 @@ class JobControl:
         meta.results_bytes = context.results_bytes
         meta.stuck_after = self.config.stuck_after
         meta.user_agent = context.user_agent
-        meta.settings = self._settings(context)
+        meta.settings = self._settings()
         meta.updated_at = utc_iso(now)
         meta.last_activity_at = utc_iso(self._heartbeat.last_activity)
         meta.rate = self._rate.rate(context.done_rows, now)
@@ -296,12 +285,9 @@ class JobControl:
             stats.inc_value("urlcheck/job/meta_writes")
         return meta
 
-    def _settings(self, context: JobContext) -> dict[str, Any]:
+    def _settings(self) -> dict[str, Any]:
         if self._effective is None:
             self._effective = effective_settings(self.crawler)
-            for name, value in context.shaping_settings.items():
-                if value is not None:
-                    self._effective.setdefault(name, value)
         return self._effective
 
     # --- control.json ----------------------------------------------------------------------

@@ -31,8 +31,8 @@ from scrapy.utils.asyncio import create_looping_call
 from urlcheck.check.result import Result
 from urlcheck.crawl.runtime import Runtime, runtime
 from urlcheck.jobs.counts import status_class
-from urlcheck.middlewares.proxy import proxy_acquired, proxy_released
 from urlcheck.proxypool.health import State
+from urlcheck.signals import proxy_acquired, proxy_released
 
 if TYPE_CHECKING:
     import threading

@@ -19,8 +19,8 @@ from scrapy.utils.asyncio import create_looping_call
 from urlcheck.check.result import Result
 from urlcheck.crawl import internals
 from urlcheck.crawl.runtime import Runtime, runtime
-from urlcheck.extensions.jobcontrol import job_paused, job_resumed
 from urlcheck.jobs.progress import RunRate, format_progress
+from urlcheck.signals import job_paused, job_resumed
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -39,6 +39,5 @@ class JobContext:
     results_bytes: int = 0  # done_rows and counts cover results.jsonl up to this offset
     counts: Counts = field(default_factory=Counts)
     user_agent: str = ""
-    shaping_settings: dict[str, object] = field(default_factory=dict)
     paused_hosts: PausedHosts = no_paused_hosts
     lock: JobLock | None = None

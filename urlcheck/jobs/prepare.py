@@ -60,7 +60,6 @@ class PreparedJob:
         *,
         total_rows: int,
         user_agent: str = "",
-        shaping_settings: dict[str, object] | None = None,
         paused_hosts: PausedHosts = no_paused_hosts,
         lock: JobLock | None = None,
     ) -> JobContext:
@@ -75,7 +74,6 @@ class PreparedJob:
             results_bytes=self.meta.results_bytes or 0,
             counts=self.scan.counts.copy(),
             user_agent=user_agent,
-            shaping_settings=dict(shaping_settings or {}),
             paused_hosts=paused_hosts,
             lock=lock,
         )

@@ -28,7 +28,6 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from urlcheck.check.detection import Detection, detect, header_map
-from urlcheck.cluster.pools import record_user
 from urlcheck.config.reader import ConfigError
 from urlcheck.crawl import meta as m
 from urlcheck.crawl.failures import classify_exception
@@ -51,6 +50,7 @@ from urlcheck.proxypool.events import (
     Transition,
 )
 from urlcheck.proxypool.outage import Outage
+from urlcheck.signals import proxy_acquired, proxy_released
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -63,12 +63,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _AUTH = b"Proxy-Authorization"
-# Signals for observers such as the metrics extension: proxy_acquired(seconds) after each
-# lease, proxy_released(proxy, outcome) with the proxy's display name and ok, soft, captcha,
-# block, error_<kind> or not_sent.
-proxy_acquired = object()
-proxy_released = object()
-
 STORE_RETRY_INTERVAL = 1.0  # seconds between two tries of a request waiting for the store
 CAP_RETRY_INTERVAL = 0.05  # ... and of one waiting for a lease under the proxies' caps
 _ERROR_KINDS = {
@@ -94,7 +88,7 @@ class ProxyPoolMiddleware:
         if settings is None:
             raise NotConfigured  # no URLCHECK_PROXIES or URLCHECK_PROXY_FILE: the crawl runs direct
         # In distributed mode the job's processes agree on its name (the pool's default).
-        job = rt.cluster.job.job if rt.cluster is not None else None
+        job = rt.cluster_role.job if rt.cluster_role is not None else None
         try:
             pool = ProxyPool(settings.proxies, settings.pool, store=settings.store_for(job))
         except StoreUnavailable as exc:
@@ -102,8 +96,6 @@ class ProxyPoolMiddleware:
             if refused is None:
                 raise
             raise ConfigError(refused) from None  # the cause may quote the URL
-        if rt.cluster is not None and settings.in_job_redis:
-            record_user(rt.cluster.job, settings.pool_for(job), own=settings.pool_name is None)
         assert crawler.stats is not None
         pool.subscribe(partial(count_event, crawler.stats))
         logger.info(

@@ -23,16 +23,16 @@ from scrapy.http import TextResponse
 from urlcheck.check.addressguard import is_public
 from urlcheck.check.chain import Answer, ChainRules, Finish, Step, too_long
 from urlcheck.check.hops import Hop, RowTask, hop
-from urlcheck.check.ledger import RowLedger
-from urlcheck.check.result import Result, build_result
-from urlcheck.check.urls import InvalidURL, host_key, normalise_input, without_userinfo
-from urlcheck.check.verdict import VerdictRules
-from urlcheck.cluster.crawl.runtime import ClusterRuntime
+from urlcheck.check.result import Result
+from urlcheck.check.urls import InvalidURL, host_key, normalise_input
 from urlcheck.config.crawlconfig import resolve_user_agent
+from urlcheck.config.reader import ConfigError
 from urlcheck.crawl import internals
 from urlcheck.crawl import meta as m
+from urlcheck.crawl.addon import distributed
 from urlcheck.crawl.failures import classify_failure
-from urlcheck.crawl.runtime import Runtime, runtime
+from urlcheck.crawl.requests import RowRequests, retries_spent
+from urlcheck.crawl.runtime import ClusterRole, Runtime, runtime
 from urlcheck.input.csvfile import CsvSource, InputError, Record
 from urlcheck.input.feeder import HostFeeder
 from urlcheck.jobs.errors import JobError
@@ -44,24 +44,12 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
+    from urlcheck.check.ledger import RowLedger
     from urlcheck.politeness.circuit import Unavailable
 
 logger = logging.getLogger(__name__)
 
 _INDEX_YIELD_EVERY = 20_000
-CLUSTER_SCHEDULER = "urlcheck.cluster.crawl.scheduler.ClusterScheduler"
-# Settings that change what a result says; recorded in the job's meta.json.
-SHAPING_SETTINGS = (
-    "URLCHECK_METHOD",
-    "URLCHECK_MAX_HOPS",
-    "URLCHECK_FOLLOW_META_REFRESH",
-    "URLCHECK_VERDICT_IGNORE_TRAILING_SLASH",
-    "URLCHECK_TEMPORARY_REDIRECT",
-    "URLCHECK_MAX_CHAIN_HOPS",
-    "URLCHECK_BACKOFF_RETRIES",
-    "COOKIES_ENABLED",
-    "ROBOTSTXT_OBEY",
-)
 
 
 class CheckSpider(Spider):
@@ -82,8 +70,6 @@ class CheckSpider(Spider):
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
-        if settings.get("REDIS_URL"):  # distributed mode: work comes from the job in Redis
-            settings.set("SCHEDULER", CLUSTER_SCHEDULER, priority="spider")
         preset = settings.get("URLCHECK_USER_AGENT")
         priority = settings.getpriority("URLCHECK_USER_AGENT") or 0
         if preset and (settings.getpriority("USER_AGENT") or 0) <= priority:
@@ -95,30 +81,33 @@ class CheckSpider(Spider):
         spider.runtime = runtime(crawler)
         spider.runtime.wind_down = spider.wind_down
         config = spider.runtime.config.check
-        spider.method = config.method
         spider.chain_rules = ChainRules(
             config.max_hops, config.follow_meta_refresh, config.max_url_length
         )
-        spider.rules = VerdictRules(
-            ignore_trailing_slash=config.ignore_trailing_slash,
-            temporary_redirect=config.temporary_redirect,
-            max_chain_hops=config.max_chain_hops,
+        spider.requests = spider.runtime.requests = RowRequests(
+            config,
+            callback=spider.parse_hop,
+            errback=spider.hop_failed,
+            finished=spider._row_finished,
         )
-        spider.ledger = RowLedger()
+        spider.ledger = spider.requests.ledger
         spider.runtime.row_error = spider.internal_error
         crawler.signals.connect(spider._line_written, signal=signals.item_scraped)
         crawler.signals.connect(spider._check_every_row, signal=signals.spider_closed)
-        if ClusterRuntime.for_crawler(crawler, spider) is None and spider.csv_path is None:
+        if distributed(crawler.settings):  # the add-on's components find the job here
+            if not spider.job:
+                raise ConfigError(
+                    "REDIS_URL is set (distributed mode): name the job with -a job=NAME"
+                )
+            spider.runtime.cluster_role = ClusterRole(spider.job, spider.csv_path is not None)
+        elif spider.csv_path is None:
             raise ValueError("a worker (-a job=NAME without -a csv) needs -s REDIS_URL=...")
         return spider
 
     runtime: Runtime
-    method: str
     chain_rules: ChainRules
-    rules: VerdictRules
-    # Rows fed, their latest request while open, and rows whose line was written: no row may
-    # end without a line, whatever drops its request (urlcheck.check.ledger).
-    ledger: RowLedger[Request]
+    requests: RowRequests  # rows to requests, chains to lines (also distributed mode's)
+    ledger: RowLedger[Request]  # the requests' (urlcheck.check.ledger): no row without a line
 
     # --- feeding rows ----------------------------------------------------------------------------
 
@@ -170,15 +159,14 @@ class CheckSpider(Spider):
             rt.job_context = results.job.context(
                 total_rows=rt.total_rows,
                 user_agent=str(settings.get("USER_AGENT")),
-                shaping_settings={name: settings.get(name) for name in SHAPING_SETTINGS},
                 paused_hosts=rt.backoff.paused,
             )
         ledger = self.ledger
         for row, offset in invalid:
             ledger.fed(row)
             yield self._invalid_result(source.read_at(offset, row))
-        if rt.cluster is not None and rt.cluster.coordinator is not None:
-            await rt.cluster.coordinator.feed(self, source, feeder)
+        if rt.feed_rows is not None:  # a distributed job's coordinator: rows go to Redis
+            await rt.feed_rows(source, feeder)
             return
         # Until every row fed has its line: a row whose request was dropped is found (and given
         # its line) only once nothing else is left in flight.
@@ -193,7 +181,7 @@ class CheckSpider(Spider):
                     for line in self._lost_rows():
                         yield line
                 continue
-            task = self._task(source.read_at(ref.offset, ref.row), ref.host_id)
+            task = self.requests.task(source.read_at(ref.offset, ref.row), ref.host_id)
             url = task.requested_url
             assert url is not None
             if len(url) > self.chain_rules.max_url_length:
@@ -205,7 +193,7 @@ class CheckSpider(Spider):
                 ledger.fed(task.row)
                 yield self._host_unavailable(task, url, down)
                 continue
-            yield self._request(task, url, [])
+            yield self.requests.request(task, url, [])
 
     async def _wait_for_room(self) -> None:
         # Woken when a row finishes; the timeout covers hosts whose back-off ends.
@@ -221,21 +209,11 @@ class CheckSpider(Spider):
     _room: asyncio.Future[None] | None = None
 
     def _row_finished(self, task: RowTask) -> None:
-        self.ledger.finished(task.row)
         feeder = self.runtime.feeder
         if feeder is not None and task.host_id >= 0:
             feeder.done(task.host_id)
         if self._room is not None and not self._room.done():
             self._room.set_result(None)
-
-    def _task(self, record: Record, host_id: int = -1) -> RowTask:
-        task = RowTask(record.row, record.url, None, record.expected, record.extra, host_id)
-        target = normalise_input(record.url)
-        task.requested_url = target.url
-        if target.scheme_added:
-            task.notes.append("scheme_added")
-        task.notes.extend(target.warnings)
-        return task
 
     def _invalid_result(self, record: Record) -> Result:
         task = RowTask(record.row, record.url, None, record.expected, record.extra)
@@ -245,27 +223,26 @@ class CheckSpider(Spider):
             message = str(exc)
         else:  # pragma: no cover - indexed as invalid, so it raises
             message = "invalid URL"
-        return build_result(task, [], rules=self.rules, error="invalid_url", error_message=message)
+        return self.requests.line(task, [], error="invalid_url", error_message=message)
 
     def _url_too_long(self, task: RowTask, url: str) -> Result:
         limit = self.chain_rules.max_url_length
         chain = [hop(url, error="url_too_long")]
-        result = build_result(
-            task, chain, rules=self.rules, error="url_too_long", error_message=too_long(url, limit)
+        result = self.requests.line(
+            task, chain, error="url_too_long", error_message=too_long(url, limit)
         )
-        self._row_finished(task)
+        self.requests.finished(task)
         return result
 
     def _host_unavailable(self, task: RowTask, url: str, down: Unavailable) -> Result:
-        result = build_result(
+        result = self.requests.line(
             task,
             [hop(url, error="host_unavailable")],
-            rules=self.rules,
             error="host_unavailable",
             error_message=down.message(),
             retry_after=down.last.retry_after,
         )
-        self._row_finished(task)
+        self.requests.finished(task)
         return result
 
     # --- no row without a line -------------------------------------------------------------------
@@ -295,7 +272,7 @@ class CheckSpider(Spider):
                 "ignored",
                 "the request was dropped by a Scrapy component without an answer or an error",
             )
-            lines.append(self._finish(request, chain, end))
+            lines.append(self.requests.finish(request, chain, end))
         return lines
 
     def internal_error(self, response: Response, exception: BaseException) -> Result | None:
@@ -306,7 +283,7 @@ class CheckSpider(Spider):
         message = f"urlcheck failed on this answer ({type(exception).__name__}: {exception})"
         end = self.chain_rules.on_failure(chain, response.url, "internal_error", message)
         chain[-1]["status"] = response.status
-        return self._finish(response, chain, end)
+        return self.requests.finish(response, chain, end)
 
     def _line_written(self, item: object) -> None:
         if isinstance(item, Result):
@@ -331,45 +308,6 @@ class CheckSpider(Spider):
         )
 
     # --- one hop ---------------------------------------------------------------------------------
-
-    def _request(
-        self,
-        task: RowTask,
-        url: str,
-        chain: list[Hop],
-        *,
-        retries: int = 0,
-        method: str | None = None,
-        after_public: bool = False,
-    ) -> Request:
-        request = Request(
-            without_userinfo(url),
-            method=method or self.method,
-            callback=self.parse_hop,
-            errback=self.hop_failed,
-            dont_filter=True,
-            # Hops before new rows: finishing chains keeps few rows open.
-            priority=len(chain),
-            meta={
-                m.TASK: task,
-                m.CHAIN: chain,
-                m.RETRIES: retries,
-                "download_slot": host_key(url),
-                # Sent as a browser sends it: Request would re-escape "|", "[", "^", ...
-                "verbatim_url": True,
-                "handle_httpstatus_all": True,
-                "dont_redirect": True,
-                m.AFTER_PUBLIC: after_public,
-            },
-        )
-        self.ledger.fed(task.row, request)
-        return request
-
-    @staticmethod
-    def _retries(meta: dict[str, Any]) -> int:
-        """Retries spent on the row: earlier hops' plus this request's own (Scrapy's count)."""
-        retries: int = meta[m.RETRIES] + meta.get("retry_times", 0)
-        return retries
 
     def parse_hop(self, response: Response) -> Request | Result | None:
         meta = response.meta
@@ -399,44 +337,24 @@ class CheckSpider(Spider):
         except Exception as exc:  # an errback that raised would leave the row without a line
             logger.exception("Internal error classifying %r for %s", failure.value, request.url)
             kind, message = "internal_error", f"urlcheck failed on this error ({exc!r})"
-        return self._finish(
+        return self.requests.finish(
             request, chain, self.chain_rules.on_failure(chain, request.url, kind, message)
         )
 
     def _next(self, response: Response, chain: list[Hop], step: Step) -> Request | Result:
         if isinstance(step, Finish):
-            return self._finish(response, chain, step)
+            return self.requests.finish(response, chain, step)
         meta = response.meta
         # Once a public address has answered, the rest of the chain may not reach private space.
         after_public = bool(meta.get(m.AFTER_PUBLIC)) or is_public(response.ip_address)
-        return self._request(
+        return self.requests.request(
             meta[m.TASK],
             step.url,
             chain,
-            retries=self._retries(meta),
+            retries=retries_spent(meta),
             method=step.method,
             after_public=after_public,
         )
-
-    def _finish(
-        self, response_or_request: Response | Request, chain: list[Hop], end: Finish
-    ) -> Result:
-        meta = response_or_request.meta
-        task: RowTask = meta[m.TASK]
-        result = build_result(
-            task,
-            chain,
-            rules=self.rules,
-            loop=end.loop,
-            error=end.error,
-            error_message=end.error_message,
-            meta_refresh=end.meta_refresh,
-            retries=self._retries(meta),
-            retry_after=meta.get(m.RETRY_AFTER),
-            proxy=meta.get(m.PROXY),
-        )
-        self._row_finished(task)
-        return result
 
     # --- cancel (docs/jobs.md, "cancel") --------------------------------------------------------
 
@@ -470,4 +388,4 @@ class CheckSpider(Spider):
             else:
                 continue  # never started
             self._closed_rows.add(row)
-            await internals.process_item(self.crawler, self._finish(request, chain, end))
+            await internals.process_item(self.crawler, self.requests.finish(request, chain, end))

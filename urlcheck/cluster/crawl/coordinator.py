@@ -2,7 +2,8 @@
 results.jsonl (it also checks URLs, like any worker).
 
 * Feeding: the spider's CsvSource and HostFeeder, as in one process (a few rows ahead per host,
-  bounded overall); a row counts as open until its result is on disk here.
+  bounded overall), through the crawl runtime's ``feed_rows`` hook; a row counts as open until
+  its result is on disk here.
 * Collecting: committed results come from the Redis stream; each line is appended unless its
   row is already in results.jsonl, synced, then acknowledged (:mod:`urlcheck.cluster.collector`).
   Each line is then reported as ``item_scraped``, so meta.json, the summary and the exit code
@@ -37,8 +38,8 @@ from urlcheck.cluster.crawl.tasks import task_from_row
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.crawl import internals
 from urlcheck.crawl.runtime import runtime
-from urlcheck.extensions.jobcontrol import job_paused, job_resumed
 from urlcheck.jobs.files import atomic_write_json
+from urlcheck.signals import job_paused, job_resumed
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from urlcheck.cluster.task import Task
     from urlcheck.input.csvfile import CsvSource
     from urlcheck.input.feeder import HostFeeder, RowRef
-    from urlcheck.spiders.check import CheckSpider
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,6 @@ class Coordinator:
     def __init__(self, crawler: Crawler, runtime: ClusterRuntime) -> None:
         self.crawler = crawler
         self.runtime = runtime
-        self.spider: CheckSpider | None = None
         self.source: CsvSource | None = None
         self.feeder: HostFeeder | None = None
         self.collector: ResultCollector | None = None
@@ -108,9 +107,9 @@ class Coordinator:
 
     # --- feeding ---------------------------------------------------------------------------------
 
-    async def feed(self, spider: CheckSpider, source: CsvSource, feeder: HostFeeder) -> None:
+    async def feed(self, source: CsvSource, feeder: HostFeeder) -> None:
         """Queue every open row in Redis, a few ahead per host; returns when all are queued."""
-        self.spider, self.source, self.feeder = spider, source, feeder
+        self.source, self.feeder = source, feeder
         results = runtime(self.crawler).results
         assert results is not None
         results.path.parent.mkdir(parents=True, exist_ok=True)
@@ -142,9 +141,9 @@ class Coordinator:
         self._check_done()
 
     def _task(self, ref: RowRef) -> tuple[str, Task]:
-        assert self.spider is not None and self.source is not None
-        row_task = self.spider._task(self.source.read_at(ref.offset, ref.row), ref.host_id)
-        task = task_from_row(row_task, self.spider.method)
+        assert self.source is not None
+        row_task = self.runtime.requests.task(self.source.read_at(ref.offset, ref.row), ref.host_id)
+        task = task_from_row(row_task, self.runtime.requests.method)
         return host_key(task.target), task
 
     async def _retrying(self, call: Callable[[], T]) -> T:
@@ -207,7 +206,7 @@ class Coordinator:
             signal=signals.item_scraped,
             item=Result.from_dict(data),
             response=None,
-            spider=self.spider,
+            spider=self.crawler.spider,
         )
 
     def _sync(self) -> None:
@@ -300,15 +299,19 @@ class ClusterCoordinator:
     def __init__(self, crawler: Crawler, runtime: ClusterRuntime) -> None:
         self.crawler = crawler
         self.runtime = runtime
-        self.coordinator = runtime.coordinator = Coordinator(crawler, runtime)
+        self.coordinator = Coordinator(crawler, runtime)
         self._loop: AsyncioLoopingCall | LoopingCall | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        runtime = ClusterRuntime.for_crawler(crawler)
-        if runtime is None or not runtime.is_coordinator:
+        cluster = ClusterRuntime.for_crawler(crawler)
+        if cluster is None or not cluster.is_coordinator:
             raise NotConfigured
-        extension = cls(crawler, runtime)
+        extension = cls(crawler, cluster)
+        # The spider's rows go to Redis; the host report is the whole job's.
+        rt = runtime(crawler)
+        rt.feed_rows = extension.coordinator.feed
+        rt.job_hosts = cluster.job_hosts
         connect = crawler.signals.connect
         connect(extension.spider_opened, signal=signals.spider_opened)
         connect(extension.spider_closed, signal=signals.spider_closed)

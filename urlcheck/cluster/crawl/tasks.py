@@ -1,18 +1,19 @@
-"""Requests of the check spider to and from the JSON tasks that travel through Redis."""
+"""A row's requests to and from the JSON tasks that travel through Redis (the requests and lines
+are made by the crawl's :class:`~urlcheck.crawl.requests.RowRequests`, as in one process)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
 from urlcheck.check.hops import Hop, RowTask
-from urlcheck.check.result import Result, build_result
 from urlcheck.cluster.task import Task
 from urlcheck.crawl import meta as m
 
 if TYPE_CHECKING:
     from scrapy import Request
 
-    from urlcheck.spiders.check import CheckSpider
+    from urlcheck.check.result import Result
+    from urlcheck.crawl.requests import RowRequests
 
 
 def row_of(request: Request) -> int | None:
@@ -67,8 +68,8 @@ def _row_task(task: Task) -> RowTask:
     )
 
 
-def request_from_task(spider: CheckSpider, task: Task) -> Request:
-    request = spider._request(
+def request_from_task(requests: RowRequests, task: Task) -> Request:
+    request = requests.request(
         _row_task(task),
         task.target,
         cast("list[Hop]", list(task.chain)),
@@ -83,11 +84,10 @@ def request_from_task(spider: CheckSpider, task: Task) -> Request:
     return request
 
 
-def worker_lost_result(spider: CheckSpider, task: Task, reaps: int) -> Result:
-    return build_result(
+def worker_lost_result(requests: RowRequests, task: Task, reaps: int) -> Result:
+    return requests.line(
         _row_task(task),
         cast("list[Hop]", list(task.chain)),
-        rules=spider.rules,
         error="worker_lost",
         error_message=(
             f"{reaps} processes lost this row's request (killed or stalled past the lease "
