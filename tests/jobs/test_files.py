@@ -188,7 +188,5 @@ def test_control_writes_from_threads_each_get_their_own_seq(tmp_path: Path) -> N
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(8) as pool:
-        seqs = list(
-            pool.map(lambda _: write_control(tmp_path, ControlAction.PAUSE).seq, range(80))
-        )
+        seqs = list(pool.map(lambda _: write_control(tmp_path, ControlAction.PAUSE).seq, range(80)))
     assert sorted(seqs) == list(range(1, 81))
