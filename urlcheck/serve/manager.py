@@ -602,12 +602,11 @@ class JobManager:
         with self.lock:
             job = self.get(job_id)
             now = self.monotonic()
-            if job.cached is not None and now - job.cached[0] < STATUS_TTL:
-                return job.cached[1]
-            self.observe(job)
-            view = self._view(job)
-            job.cached = (now, view)
-            return view
+            if job.cached is None or now - job.cached[0] >= STATUS_TTL:
+                self.observe(job)
+                job.cached = (now, self._view(job))
+            # Never cached: a poll must learn at once that the file it reads was replaced.
+            return {**job.cached[1], "generation": generation(job.results, job.meta)}
 
     def views(self) -> list[dict[str, Any]]:
         with self.lock:
@@ -647,7 +646,6 @@ class JobManager:
             "last_activity_at": meta.last_activity_at if meta else None,
             "options": dict(record.options) if record else {},
             "actions": actions(state, job.running),
-            "generation": generation(job.results, meta),
         }
         distributed = cluster.workers(job.dir, self.config.redis_url, self.config.redis_params)
         if distributed is not None:
