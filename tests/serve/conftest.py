@@ -73,7 +73,7 @@ class ServeProcess:
     def __init__(self, root: Path, *settings: str) -> None:
         self.root = root
         self.settings = settings
-        self.process: subprocess.Popen[str] | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.err = root.parent / f"serve-{time.monotonic_ns()}.err"
 
@@ -90,14 +90,15 @@ class ServeProcess:
         ]
         for setting in self.settings:
             command += ["-s", setting]
-        with self.err.open("ab") as err:
-            self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True)
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        match = re.search(r"(http://\S+/)", line)
-        assert match, line + self.stderr()
+        out_path = self.err.with_suffix(".out")
+        with self.err.open("ab") as err, out_path.open("wb") as out:
+            self.process = subprocess.Popen(command, stdout=out, stderr=err)
+        deadline = time.monotonic() + 60
+        while not (match := re.search(r"(http://\S+/)", out_path.read_text("utf-8"))):
+            assert self.process.poll() is None, self.stderr()
+            assert time.monotonic() < deadline, "the server printed no address"
+            time.sleep(0.05)
         self.url = match[1].rstrip("/")
-        self.process.stdout.close()
         self.client = httpx.Client(base_url=self.url, timeout=30)
         self.token = csrf_of(self.client.get("/").text)
         return self

@@ -137,7 +137,7 @@ async def job(request: Request) -> Response:
     if cached is not None:
         return cached
     gen = request.query_params.get("gen")
-    reset = gen is not None and gen != status["generation"]
+    reset = after > 0 and gen is not None and gen != status["generation"]
     page = await run_in_threadpool(read_after, path, 0 if reset else after, limit, filters)
     body = {**status, "reset": reset, "results": page.results, "next": page.next, "more": page.more}
     return _json(_dumps(body), tag)
@@ -159,7 +159,7 @@ async def results(request: Request) -> Response:
     except RefusedError as exc:
         return error(exc.status, str(exc))
     gen = request.query_params.get("gen")
-    reset = gen is not None and gen != status["generation"]
+    reset = after > 0 and gen is not None and gen != status["generation"]
     if reset:
         after = 0
     if filters.indexed():

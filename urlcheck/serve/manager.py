@@ -305,6 +305,8 @@ class JobManager:
         """Record how our supervisor ended (exit codes: docs/jobs.md)."""
         assert job.record is not None
         logger.info("job %s: the crawl's supervisor ended with exit code %d", job.id, code)
+        if job.record.want is Want.RERUN:
+            return  # asked to run again while this run was ending
         if code in (ExitCode.FINISHED, ExitCode.FAILED_VERDICTS, ExitCode.CANCELLED):
             job.record.want = Want.ENDED
         elif code == ExitCode.INPUT_ERROR:

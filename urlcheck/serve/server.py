@@ -27,6 +27,7 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError:
         sock.close()
         raise
+    sock.listen(2048)  # from now on a client waits in the backlog until uvicorn serves it
     sock.set_inheritable(True)
     return sock
 
