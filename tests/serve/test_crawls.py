@@ -10,8 +10,7 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -34,7 +33,7 @@ def rows_csv(site: SiteServer, tag: str, rows: int, hosts: tuple[str, ...] = HOS
     return "url\n" + "".join(f"{url}\n" for url in urls)
 
 
-def poll_until(poller: Poller, predicate, what: str, timeout: float = 90.0) -> dict:
+def poll_until(poller: Poller, predicate, what: str, timeout: float = 90.0) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
         status = poller.poll()
