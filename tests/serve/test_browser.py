@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
-from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -68,7 +68,7 @@ def browser(tmp_path):
         driver.quit()
 
 
-def wait_for(predicate: Callable[[], object], what: str, timeout: float = 60.0) -> object:
+def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -95,7 +95,7 @@ def shown_rows(driver) -> list[str]:
     )
 
 
-def severe(driver) -> list[dict]:
+def severe(driver) -> list[dict[str, Any]]:
     return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
 
