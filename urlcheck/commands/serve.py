@@ -1,7 +1,7 @@
 """``urlcheck serve [--host 127.0.0.1] [--port 8080] [--jobs DIR]``: the checker's web face.
 
 Upload a CSV, watch the job live, pause, resume, cancel, re-run, download (docs/serve.md).
-``-s NAME=VALUE`` options set the server's settings (``URLCHECK_SERVE_*``) and are passed on to
+``-s NAME=VALUE`` options set the server's settings (docs/settings.md) and are passed on to
 every crawl it starts (``REDIS_URL`` and ``REDIS_PARAMS`` excepted: the server's own).
 """
 

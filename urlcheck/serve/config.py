@@ -1,4 +1,5 @@
-"""The server's settings (``URLCHECK_SERVE_*``, ``URLCHECK_BLOCK_PRIVATE_INPUT``), parsed once into
+"""The server's settings (``URLCHECK_SERVE_HOST`` and the others of docs/settings.md, with
+``URLCHECK_BLOCK_PRIVATE_INPUT``), parsed once into
 a frozen :class:`ServeConfig` that names a bad setting in its error. Reference: docs/settings.md
 and docs/serve.md."""
 
@@ -129,7 +130,7 @@ class ServeConfig:
             allowed_hosts=tuple(dict.fromkeys([*LOOPBACK_NAMES, *allowed])),
             max_upload_bytes=read.integer("URLCHECK_SERVE_MAX_UPLOAD_BYTES", 64 * _MIB, minimum=1),
             max_rows=read.integer("URLCHECK_SERVE_MAX_ROWS", 1_000_000, minimum=1),
-            max_running=read.integer("URLCHECK_SERVE_MAX_RUNNING", 4, minimum=1),
+            max_running=read.integer("URLCHECK_SERVE_MAX_RUNNING", 4, minimum=0),
             # Beyond loopback the server is a door into its own network unless this is on.
             block_private_input=read.boolean("URLCHECK_BLOCK_PRIVATE_INPUT", not loopback),
             recover_after=read.number("URLCHECK_SERVE_RECOVER_AFTER", 15.0, minimum=0.0),
