@@ -55,10 +55,7 @@ def write_job(jobdir: Path, rows: int) -> None:
     rng = random.Random(23)
     templates = [make_row(n, rng) for n in range(1, TEMPLATES + 1)]
     lines = [t.to_json_line() for t in templates]
-    counts = Counts()
-    for t in templates:
-        counts.add(t.final_status, t.verdict)
-    tally = Counter()
+    tally: Counter[int] = Counter()
     results = jobdir / "results.jsonl"
     with results.open("wb") as out:
         for row in range(1, rows + 1):
@@ -96,7 +93,9 @@ class Server:
             time.sleep(0.05)
         self.url = match[1].rstrip("/")
         self.client = httpx.Client(base_url=self.url, timeout=120)
-        self.token = re.search(r'csrf-token" content="(\w+)"', self.client.get("/").text)[1]
+        token = re.search(r'csrf-token" content="(\w+)"', self.client.get("/").text)
+        assert token is not None
+        self.token = token[1]
 
     def cpu_seconds(self) -> float:
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rpartition(")")[2].split()
@@ -239,9 +238,8 @@ def main() -> int:
     for name, ratio in ratios.items():
         bound = f" (bound {MAX_RATIO})" if name != "filtered page" else ""
         print(f"ratio {name}: {ratio:.2f}{bound}")
-    print(
-        f"server CPU with 10 pages polling: {figures['cpu share']:.4f} of a core (bound {MAX_CPU_SHARE})"
-    )
+    share = figures["cpu share"]
+    print(f"server CPU with 10 pages polling: {share:.4f} of a core (bound {MAX_CPU_SHARE})")
     print(
         json.dumps(
             {
