@@ -165,3 +165,40 @@ def test_rows_to_private_addresses_are_refused_when_asked(serve, site):
     page = server.client.get(f"/api/jobs/{job_id}/results").json()
     assert {r["error"] for r in page["results"]} == {"blocked_address"}
     assert [e for e in site.log() if "t=serve-private" in e["path"]] == []
+
+
+def test_a_stuck_crawl_is_recovered_and_a_job_that_cannot_run_fails_in_words(serve, site):
+    server: ServeProcess = serve(
+        "URLCHECK_SERVE_RECOVER_AFTER=1",
+        "URLCHECK_SERVE_RESTART_DELAY=0.2",
+        "URLCHECK_JOB_STUCK_AFTER=3",
+        "URLCHECK_JOB_HEARTBEAT_INTERVAL=1",
+        "DOWNLOAD_TIMEOUT=600",
+    )
+    urls = [site.url("127.0.0.4", f"/ok?t=serve-stuck&r={n}") for n in (1, 2)]
+    urls.append(site.url("127.0.0.4", "/hang?t=serve-stuck&r=3"))  # never answers
+    job_id = server.upload("url\n" + "".join(f"{u}\n" for u in urls))
+    jobdir = server.root / job_id
+    server.wait(job_id, lambda s: s["done_rows"] == 2, "the two rows that answer")
+    first = lock_holder(jobdir)
+    stuck = server.wait(job_id, lambda s: s["state"] == "stuck", "the stuck state")
+    assert stuck["actions"]["cancel"]
+    # Seen stuck for URLCHECK_SERVE_RECOVER_AFTER: the server kills the crawl, its supervisor
+    # starts it again (which resumes the job: the hanging row is requested again).
+    server.wait(
+        job_id,
+        lambda s: "still stuck; killing its crawl" in server.stderr()
+        and lock_holder(jobdir) not in (None, first),
+        "a new crawl",
+    )
+    assert server.post(f"/api/jobs/{job_id}/cancel").status_code == 202
+    ended = server.wait(job_id, lambda s: s["state"] == "cancelled" and not s["running"], "the end")
+    # The hanging row: cancelled in flight (its line says so), or before it was sent again.
+    assert ended["done_rows"] in (2, 3)
+
+    bad: ServeProcess = serve("URLCHECK_MAX_HOPS=ten", root=server.root.parent / "bad")
+    job_id = bad.upload("url\n" + urls[0] + "\n")
+    failed = bad.wait(job_id, lambda s: s["state"] == "failed", "the failed state")
+    assert failed["failed"].startswith("setting URLCHECK_MAX_HOPS: expected a whole number")
+    assert str(bad.root) not in failed["failed"]
+    assert failed["actions"] == {"pause": False, "resume": False, "cancel": False, "rerun": True}

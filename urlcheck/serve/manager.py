@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -69,6 +70,9 @@ LOG_FILE = "crawl.log"
 RESULTS_FILE = "results.jsonl"
 HOSTS_FILE = "hosts.json"
 STATUS_TTL = 0.5  # seconds a job's status is reused by every poller
+# A pause or cancel the user asked for is sent again to a crawl still not obeying it after this
+# long: a crawl ignores a request written before it started, and one may start at any moment.
+RESEND_AFTER = 5.0
 TICK_INDEX_BUDGET = 16 << 20  # bytes of a running job's results indexed per tick at most
 
 Spawner = Callable[..., int]
@@ -106,10 +110,11 @@ class Job:
     meta: JobMeta | None = None
     child: int | None = None  # a supervisor this server spawned (to reap)
     holder: int | None = None  # the crawl holding the job lock (0: pid unknown)
+    holder_since: tuple[int, float] | None = None  # (that crawl, monotonic time first seen)
     supervised: bool = False  # a supervisor of ours, or a previous server's, is alive
     seen_stuck: float | None = None  # monotonic time first seen stuck
     seen_dead: float | None = None  # monotonic time first seen dead (should run, nothing runs)
-    paused_crawl: int | None = None  # the crawl a pause was sent to for a paused job
+    sent: tuple[int, ControlAction, float] | None = None  # (crawl, request, monotonic time)
     launched_at: float | None = None  # wall time this server last started its crawl
     waiting: str | None = None  # why a job that should run waits
     index: ResultsIndex | None = None
@@ -278,7 +283,7 @@ class JobManager:
                 self.observe(job)
                 self._settle(job)
                 self._recover(job, now)
-                self._keep_paused(job)
+                self._keep_asked(job, now)
                 if job.running and job.index is not None:
                     job.index.catch_up(budget=TICK_INDEX_BUDGET)
                 job.cached = None
@@ -307,6 +312,12 @@ class JobManager:
         logger.info("job %s: the crawl's supervisor ended with exit code %d", job.id, code)
         if job.record.want is Want.RERUN:
             return  # asked to run again while this run was ending
+        if job.record.want is Want.CANCEL and code not in (
+            ExitCode.FINISHED,
+            ExitCode.FAILED_VERDICTS,
+            ExitCode.CANCELLED,
+        ):
+            return  # stopped before it obeyed: the next tick marks it cancelled
         if code in (ExitCode.FINISHED, ExitCode.FAILED_VERDICTS, ExitCode.CANCELLED):
             job.record.want = Want.ENDED
         elif code == ExitCode.INPUT_ERROR:
@@ -361,8 +372,15 @@ class JobManager:
     def _recover(self, job: Job, now: float) -> None:
         meta = job.meta
         stuck = False
-        if job.holder is not None and meta is not None:
-            stuck = derive_status(catch_up(meta, job.dir), now=self.clock()).stuck
+        if job.holder is None:
+            job.holder_since = None
+        elif job.holder_since is None or job.holder_since[0] != job.holder:
+            job.holder_since = (job.holder, now)
+        if job.holder_since is not None and meta is not None:
+            # A crawl just started may find the previous run's last activity in meta.json: it
+            # is judged on its own silence only (as the supervisor does).
+            own = now - job.holder_since[1] > meta.stuck_after
+            stuck = own and derive_status(catch_up(meta, job.dir), now=self.clock()).stuck
         if stuck:
             if job.seen_stuck is None:
                 job.seen_stuck = now
@@ -389,18 +407,50 @@ class JobManager:
             if not self.first_look:
                 logger.warning("job %s: its crawl is gone; starting it again soon", job.id)
 
-    def _keep_paused(self, job: Job) -> None:
+    def _keep_asked(self, job: Job, now: float) -> None:
+        """Hold a job to the pause or cancel its user asked for, whatever crawl runs it."""
         record, meta = job.record, job.meta
-        if record is None or record.want is not Want.PAUSED or not job.holder:
-            job.paused_crawl = None
+        if record is None or record.want not in (Want.PAUSED, Want.CANCEL):
+            job.sent = None
             return
-        if (
-            meta is not None
-            and meta.state is JobState.PROCESSING
-            and job.paused_crawl != job.holder
+        if record.want is Want.CANCEL and not job.running:
+            self._cancel_now(job)
+            return
+        if not job.holder or meta is None:
+            return
+        if record.want is Want.PAUSED:
+            action = ControlAction.PAUSE
+            due = meta.state is JobState.PROCESSING
+        else:
+            action = ControlAction.CANCEL
+            due = not meta.state.terminal
+        sent = job.sent
+        if due and (
+            sent is None or sent[:2] != (job.holder, action) or now - sent[2] >= RESEND_AFTER
         ):
-            write_control(job.dir, ControlAction.PAUSE, clock=self.clock)
-            job.paused_crawl = job.holder
+            self._send(job, action, now)
+
+    def _send(self, job: Job, action: ControlAction, now: float) -> None:
+        write_control(job.dir, action, clock=self.clock)
+        job.sent = (job.holder or 0, action, now)
+
+    def _cancel_now(self, job: Job) -> str:
+        """Cancel a job no crawl holds: marked cancelled under its lock, or, should a crawl
+        have taken it meanwhile, that crawl is asked."""
+        record = job.record
+        assert record is not None
+        meta = job.meta
+        if meta is None or not meta.state.terminal:
+            try:
+                cancel_stopped_job(job.dir, clock=self.clock, total_rows=record.rows)
+            except JobLockedError:
+                self._send(job, ControlAction.CANCEL, self.monotonic())
+                return "cancel requested; the rows in hand finish first, the results are kept"
+        record.want = Want.ENDED
+        self._save(job)
+        job.signatures.pop(META_FILE, None)
+        self.observe(job)
+        return "cancelled"
 
     # --- scheduling ------------------------------------------------------------------------
 
@@ -537,37 +587,31 @@ class JobManager:
             record = self._adopt_record(job)
             crawl = job.holder is not None
             sent = cluster.steer(job.dir, action, self.config.redis_url, self.config.redis_params)
+            now = self.monotonic()
             if action == "pause":
                 record.want = Want.PAUSED
                 self._save(job)
                 if crawl:
-                    write_control(job.dir, ControlAction.PAUSE, clock=self.clock)
-                    job.paused_crawl = job.holder
+                    self._send(job, ControlAction.PAUSE, now)
                 return "pause requested" if crawl or sent else "paused: it will not be started"
             if action == "resume":
                 record.want = Want.RUN
                 self._save(job)
                 if crawl:
-                    write_control(job.dir, ControlAction.RESUME, clock=self.clock)
+                    self._send(job, ControlAction.RESUME, now)
                     return "resume requested"
                 self.schedule()
                 return "resumed: its crawl starts when its sites are free"
             if action == "cancel":
-                record.want = Want.ENDED
+                record.want = Want.CANCEL
                 self._save(job)
-                if not crawl and not sent:
-                    if job.child is None and job.supervised and record.supervisor_pid:
-                        processes.kill(record.supervisor_pid)  # between two crawls
-                    try:
-                        cancel_stopped_job(job.dir, clock=self.clock, total_rows=record.rows)
-                    except JobLockedError:
-                        crawl = True  # a crawl started just now: ask it
-                    else:
-                        job.signatures.pop(META_FILE, None)
-                        self.observe(job)
-                        return "cancelled"
-                write_control(job.dir, ControlAction.CANCEL, clock=self.clock)
-                return "cancel requested; the rows in hand finish first, the results are kept"
+                if crawl or sent:
+                    self._send(job, ControlAction.CANCEL, now)
+                    return "cancel requested; the rows in hand finish first, the results are kept"
+                if job.supervised and record.supervisor_pid:
+                    # Between two crawls: the supervisor stops and starts none.
+                    processes.kill(record.supervisor_pid, signal.SIGTERM)
+                return self._cancel_now(job)
             raise RefusedError(404, "no such action")
 
     def _rerun(self, job: Job, state: State) -> str:

@@ -26,6 +26,7 @@ class Want(StrEnum):
     RUN = "run"  # run until it ends
     RERUN = "rerun"  # run again from the start (a done, cancelled or failed job), then RUN
     PAUSED = "paused"  # the user paused it: a crawl that starts again is paused at once
+    CANCEL = "cancel"  # the user cancelled it: asked of every crawl until the job says cancelled
     ENDED = "ended"  # done, cancelled or failed: not started again unless re-run
 
 

@@ -33,6 +33,7 @@ PAGE_MAX = 500
 SCAN_BUDGET = 8 << 20  # bytes a text search or a poll reads per request at most
 FIELD_MAX = 4096  # characters of one string field in an answer; the rest is cut ("…")
 _CHUNK = 1 << 20
+_FIRST_READ = 64 << 10
 _ERROR = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _EMPTY = array("I")
 
@@ -132,11 +133,13 @@ def whole_lines(path: Path, start: int, budget: int) -> Iterator[tuple[int, byte
     except FileNotFoundError:
         return
     limit = start + budget
+    size = _FIRST_READ  # a page is a few dozen lines: read that much first, then more
     with source:
         source.seek(start)
         offset, pending = start, b""
         while offset < limit or offset == start:
-            chunk = source.read(_CHUNK)
+            chunk = source.read(size)
+            size = min(size * 4, _CHUNK)
             if not chunk:
                 return
             data = pending + chunk
