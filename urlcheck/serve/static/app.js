@@ -98,7 +98,7 @@
       for (const key of ["2xx", "3xx", "4xx", "5xx", "error"]) {
         cells.push(el("td", { className: "num", text: (job.counts.status || {})[key] || 0 }));
       }
-      cells.push(el("td", { text: show(job.created_at, "") }), el("td", { text: job.csv_name }));
+      cells.push(el("td", { text: show(job.started_at || job.created_at, "") }), el("td", { text: job.csv_name }));
       return el("tr", { "data-id": job.id }, ...cells);
     }
     async function poll() {
