@@ -393,18 +393,21 @@ class JobManager:
                 job.seen_stuck = None
         else:
             job.seen_stuck = None
+        # Dead: started before, it should run, and nothing runs it (killed, rebooted, or its
+        # supervisor stopped by a signal). Started again recover_after later; at once when the
+        # server first looks at a job an earlier server started.
         dead = (
             self._should_run(job)
-            and meta is not None
-            and meta.state is JobState.PROCESSING
             and job.record is not None
             and job.record.want is Want.RUN
+            and job.record.runs > 0
         )
+        at_once = self.first_look and job.launched_at is None
         if not dead:
             job.seen_dead = None
         elif job.seen_dead is None:
-            job.seen_dead = now - (self.config.recover_after if self.first_look else 0.0)
-            if not self.first_look:
+            job.seen_dead = now - (self.config.recover_after if at_once else 0.0)
+            if not at_once:
                 logger.warning("job %s: its crawl is gone; starting it again soon", job.id)
 
     def _keep_asked(self, job: Job, now: float) -> None:
@@ -494,11 +497,11 @@ class JobManager:
                 job.waiting = None
         for job in waiting:
             sites = self.sites(job)
-            if count >= self.config.max_running:
-                job.waiting = f"waits for a free place ({self.config.max_running} jobs run at once)"
-            elif sites & busy:
+            if sites & busy:
                 shared = ", ".join(sorted(sites & busy)[:3])
                 job.waiting = f"waits for another job checking the same sites ({shared})"
+            elif count >= self.config.max_running:
+                job.waiting = f"waits for a free place ({self.config.max_running} jobs run at once)"
             else:
                 job.waiting = None
                 self.launch(job)
@@ -652,7 +655,7 @@ class JobManager:
                 self.observe(job)
                 job.cached = (now, self._view(job))
             # Never cached: a poll must learn at once that the file it reads was replaced.
-            return {**job.cached[1], "generation": generation(job.results, job.meta)}
+            return {**job.cached[1], "generation": generation(job.results)}
 
     def views(self) -> list[dict[str, Any]]:
         with self.lock:
@@ -750,13 +753,15 @@ def actions(state: State, running: bool) -> dict[str, bool]:
     }
 
 
-def generation(results: Path, meta: JobMeta | None) -> str:
-    """Changes when the results file is replaced (a re-run renames it aside, a re-check or a
-    repair rewrites it: a new inode) or a new run starts (which is when those happen)."""
+def generation(results: Path) -> str:
+    """Changes when the results file is replaced: a re-run renames it aside, a re-check or a
+    repair rewrites it (a temporary file renamed over it: a new inode). The first bytes are in
+    it too, so that an inode used again by a later rewrite still gives another generation."""
     try:
-        info = results.stat()
-        ident = f"{info.st_dev}:{info.st_ino}"
+        with results.open("rb") as source:
+            info = os.fstat(source.fileno())
+            head = source.read(512)
     except OSError:
-        ident = "none"
-    started = meta.started_at if meta is not None else ""
-    return hashlib.sha256(f"{ident}|{started}".encode()).hexdigest()[:16]
+        return "none"
+    ident = f"{info.st_dev}:{info.st_ino}:".encode() + head.partition(b"\n")[0]
+    return hashlib.sha256(ident).hexdigest()[:16]
