@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.reports.reportrows import result
 from tests.serve.conftest import BASE, Browserish, csrf_of
 from urlcheck.jobs.files import CONTROL_FILE, Control, JobMeta, JobState
 from urlcheck.jobs.lock import JobLock
@@ -20,30 +21,19 @@ CSV = "url,expected\nhttp://127.0.0.2:9/a,http://127.0.0.2:9/b\nhttp://127.0.0.3
 
 
 def result_line(row: int, **fields) -> str:
-    line = {
-        "row": row,
-        "url": f"http://127.0.0.{2 + row % 2}:9/r{row}",
-        "requested_url": f"http://127.0.0.{2 + row % 2}:9/r{row}",
-        "status": 301,
-        "final_url": None,
-        "final_status": 200 if row % 3 else None,
-        "hops": 1,
-        "chain": [{"url": f"http://127.0.0.2:9/r{row}", "status": 301, "location": "x"}],
-        "loop": False,
-        "error": None if row % 3 else "timeout",
-        "error_message": None,
-        "meta_refresh": None,
-        "expected": None,
-        "verdict": "fail" if row % 4 == 0 else "pass",
-        "reasons": [],
-        "warnings": [],
-        "notes": [],
-        "retries": 0,
-        "retry_after": None,
-        "proxy": None,
-        "checked_at": "2026-12-01T00:00:00.000Z",
-        "input": {},
-    }
+    """Row n: on 127.0.0.2 or .3 by parity, no final status (a timeout) every third row,
+    failing every fourth."""
+    url = f"http://127.0.0.{2 + row % 2}:9/r{row}"
+    final = 200 if row % 3 else None
+    line = result(
+        row,
+        url,
+        status=301,
+        final_status=final,
+        error=None if final else "timeout",
+        verdict="fail" if row % 4 == 0 else "pass",
+        chain=[{"url": url, "status": 301, "location": "x"}],
+    )
     line.update(fields)
     return json.dumps(line) + "\n"
 

@@ -9,7 +9,6 @@ element, no ``javascript:`` link and no CSP violation in the browser's log.
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,19 +16,14 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.chromium import CHROMEDRIVER, CHROMIUM, MISSING, chromium
 from tests.serve.test_crawls import rows_csv
 
 pytestmark = pytest.mark.crawl
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 if CHROMIUM is None or CHROMEDRIVER is None:
-    pytest.skip(
-        "Debian's chromium and chromium-driver are not installed (apt-get install chromium "
-        "chromium-driver; .ci/run does)",
-        allow_module_level=True,
-    )
+    pytest.skip(MISSING, allow_module_level=True)
 
 from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
@@ -39,33 +33,11 @@ HOSTILE_RAW = '"><img src=x onerror=alert(1)>'
 
 @pytest.fixture
 def browser(tmp_path):
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--window-size=1280,1600",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)  # no Selenium Manager
-    driver = webdriver.Chrome(options=options, service=service)
     downloads = tmp_path / "downloads"
     downloads.mkdir()
-    driver.execute_cdp_cmd(
-        "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
-    )
-    driver.downloads = downloads
-    try:
+    for driver in chromium(tmp_path / "profile", downloads=downloads):
+        driver.downloads = downloads
         yield driver
-    finally:
-        driver.quit()
 
 
 def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
