@@ -36,7 +36,8 @@ def disposition(job_name: str, fmt: str) -> str:
     """``attachment`` with an ASCII file name and the UTF-8 one (RFC 6266)."""
     suffix = FORMATS[fmt][0]
     full = f"{job_name}-{suffix}"
-    ascii_name = _UNSAFE.sub("_", unicodedata.normalize("NFKD", full)).strip("._") or suffix
+    plain = unicodedata.normalize("NFKD", full).encode("ascii", "ignore").decode("ascii")
+    ascii_name = _UNSAFE.sub("_", plain).strip("._-") or suffix
     return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(full, safe='')}"
 
 

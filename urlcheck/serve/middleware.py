@@ -66,10 +66,8 @@ def cookies(scope: Scope) -> dict[str, str]:
     return {name: morsel.value for name, morsel in jar.items()}
 
 
-def cookie_header(name: str, value: str, *, secure: bool, http_only: bool = True) -> str:
-    parts = [f"{name}={value}", "Path=/", "SameSite=Strict"]
-    if http_only:
-        parts.append("HttpOnly")
+def cookie_header(name: str, value: str, *, secure: bool) -> str:
+    parts = [f"{name}={value}", "Path=/", "SameSite=Strict", "HttpOnly"]
     if secure:
         parts.append("Secure")
     return "; ".join(parts)
