@@ -16,9 +16,10 @@ from urlcheck.clock import ManualClock
 from urlcheck.jobs.files import JobMeta, JobState
 from urlcheck.jobs.lock import JobLock
 from urlcheck.serve.config import ServeConfig
-from urlcheck.serve.manager import JobManager, State
+from urlcheck.serve.manager import JobManager
 from urlcheck.serve.record import ServeRecord, Want
 from urlcheck.serve.upload import JobOptions
+from urlcheck.serve.views import State
 
 SCRIPT = """#!/bin/sh
 # argv: -m urlcheck job run DIR ...

@@ -23,8 +23,6 @@ Every look is a few ``stat`` calls and a lock probe per job; nothing here holds 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import os
 import re
@@ -33,9 +31,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +55,14 @@ from urlcheck.serve.record import RECORD_FILE, ServeRecord, Want
 from urlcheck.serve.results import ResultsIndex
 from urlcheck.serve.sites import csv_sites
 from urlcheck.serve.upload import JobOptions
+from urlcheck.serve.views import (
+    ENDED_STATES,
+    State,
+    actions,
+    backoff_view,
+    generation,
+    given_up,
+)
 
 if TYPE_CHECKING:
     from urlcheck.serve.config import ServeConfig
@@ -68,7 +73,6 @@ JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 INPUT_FILE = "input.csv"
 LOG_FILE = "crawl.log"
 RESULTS_FILE = "results.jsonl"
-HOSTS_FILE = "hosts.json"
 STATUS_TTL = 0.5  # seconds a job's status is reused by every poller
 # A pause or cancel the user asked for is sent again to a crawl still not obeying it after this
 # long: a crawl ignores a request written before it started, and one may start at any moment.
@@ -76,22 +80,6 @@ RESEND_AFTER = 5.0
 TICK_INDEX_BUDGET = 16 << 20  # bytes of a running job's results indexed per tick at most
 
 Spawner = Callable[..., int]
-
-
-class State(StrEnum):
-    """The state badge: meta.json's state, refined by what the server sees."""
-
-    PENDING = "pending"
-    QUEUED = "queued"
-    PROCESSING = "processing"
-    PAUSED = "paused"
-    STUCK = "stuck"
-    DONE = "done"
-    CANCELLED = "cancelled"
-    FAILED = "failed"
-
-
-ENDED_STATES = frozenset({State.DONE, State.CANCELLED, State.FAILED})
 
 
 class RefusedError(Exception):
@@ -686,8 +674,8 @@ class JobManager:
             "rate": meta.rate if meta and state is State.PROCESSING else None,
             "eta_seconds": status.eta_seconds if status and state is State.PROCESSING else None,
             "counts": counts,
-            "backoff_hosts": self._backoff(meta, wall),
-            "given_up_hosts": self._given_up(job),
+            "backoff_hosts": backoff_view(meta, wall),
+            "given_up_hosts": given_up(job.dir),
             "created_at": (record.created_at if record else None)
             or (meta.created_at if meta else None),
             "started_at": meta.started_at if meta else None,
@@ -701,67 +689,9 @@ class JobManager:
             view["cluster"] = distributed
         return view
 
-    @staticmethod
-    def _backoff(meta: JobMeta | None, now: float) -> list[dict[str, Any]]:
-        if meta is None or not meta.backoff_hosts or meta.state is not JobState.PROCESSING:
-            return []
-        age = 0.0
-        if meta.updated_at:
-            with contextlib.suppress(ValueError):
-                age = max(0.0, now - parse_utc_iso(meta.updated_at))
-        return [
-            {
-                "host": host.host,
-                "attempt": host.attempt,
-                "seconds_left": round(max(0.0, host.seconds_left - age), 1),
-            }
-            for host in meta.backoff_hosts
-        ]
-
-    @staticmethod
-    def _given_up(job: Job) -> list[str]:
-        path = job.dir / HOSTS_FILE
-        try:
-            if path.stat().st_size > 1 << 20:
-                return []
-            hosts = json.loads(path.read_text(encoding="utf-8")).get("hosts", {})
-        except (OSError, ValueError, AttributeError):
-            return []
-        if not isinstance(hosts, Mapping):
-            return []
-        return sorted(
-            str(host)
-            for host, entry in hosts.items()
-            if isinstance(entry, Mapping) and entry.get("unavailable")
-        )
-
     def index(self, job: Job) -> ResultsIndex:
         with self.lock:
             path = job.results
             if job.index is None or job.index.path != path:
                 job.index = ResultsIndex(path)
             return job.index
-
-
-def actions(state: State, running: bool) -> dict[str, bool]:
-    """The buttons a state enables."""
-    return {
-        "pause": state in (State.PENDING, State.QUEUED, State.PROCESSING, State.STUCK),
-        "resume": state is State.PAUSED,
-        "cancel": state not in ENDED_STATES,
-        "rerun": state in ENDED_STATES or (state is State.PAUSED and not running),
-    }
-
-
-def generation(results: Path) -> str:
-    """Changes when the results file is replaced: a re-run renames it aside, a re-check or a
-    repair rewrites it (a temporary file renamed over it: a new inode). The first bytes are in
-    it too, so that an inode used again by a later rewrite still gives another generation."""
-    try:
-        with results.open("rb") as source:
-            info = os.fstat(source.fileno())
-            head = source.read(512)
-    except OSError:
-        return "none"
-    ident = f"{info.st_dev}:{info.st_ino}:".encode() + head.partition(b"\n")[0]
-    return hashlib.sha256(ident).hexdigest()[:16]
