@@ -107,7 +107,7 @@ class ServeProcess:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             self.process.wait(30)
-        if self.process is not None:
+        if self.process is not None and self.url:
             self.client.close()
         self.process = None
 
@@ -172,9 +172,9 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., ServeProcess]]:
     started: list[ServeProcess] = []
 
     def start(*settings: str, root: Path | None = None) -> ServeProcess:
-        server = ServeProcess(root or tmp_path / "jobs", *settings).start()
-        started.append(server)
-        return server
+        server = ServeProcess(root or tmp_path / "jobs", *settings)
+        started.append(server)  # stopped at the end even when its start fails
+        return server.start()
 
     yield start
     for server in started:
