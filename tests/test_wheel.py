@@ -73,6 +73,8 @@ def test_an_installed_wheel_runs_the_demo_from_any_directory(tmp_path: Path) -> 
     assert "urlcheck/demo/data/demo.csv" in names
     assert "urlcheck/demo/data/pages/cloudflare.html" in names
     assert "urlcheck/cli.py" in names
+    # `urlcheck serve`'s pages, script and style
+    assert {"urlcheck/serve/templates/job.html.j2", "urlcheck/serve/static/app.js"} <= set(names)
     # the test servers stay out of the wheel
     assert not [n for n in names if n.startswith(("tests/", "urlcheck/demo/proxy"))]
 

@@ -151,3 +151,42 @@ def test_broken_control_file(tmp_path: Path) -> None:
         Control.load(tmp_path)
     # the commands replace a broken file rather than failing
     assert write_control(tmp_path, ControlAction.CANCEL, clock=lambda: 0.0).seq == 1
+
+
+_WRITER = """
+import sys
+from pathlib import Path
+from urlcheck.jobs.files import ControlAction, write_control
+jobdir, count = Path(sys.argv[1]), int(sys.argv[2])
+sys.stdin.readline()  # start together
+for i in range(count):
+    write_control(jobdir, ControlAction.PAUSE if i % 2 else ControlAction.RESUME)
+"""
+
+
+def test_control_writes_from_two_processes_are_all_applied(tmp_path: Path) -> None:
+    """Issue 22 point 10: two processes writing 200 requests each end at seq 400, not ~205."""
+    import subprocess
+    import sys
+
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(tmp_path), "200"], stdin=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    for writer in writers:
+        assert writer.stdin is not None
+        writer.stdin.write(b"go\n")
+        writer.stdin.close()
+    assert [writer.wait(120) for writer in writers] == [0, 0]
+    control = Control.load(tmp_path)
+    assert control is not None and control.seq == 400
+
+
+def test_control_writes_from_threads_each_get_their_own_seq(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        seqs = list(pool.map(lambda _: write_control(tmp_path, ControlAction.PAUSE).seq, range(80)))
+    assert sorted(seqs) == list(range(1, 81))

@@ -7,53 +7,27 @@ filter works.
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from tests.chromium import CHROMEDRIVER, CHROMIUM, MISSING, chromium
 from tests.conftest import FAST, crawl, write_csv
 from urlcheck.jobs.counts import status_class
 from urlcheck.reports.build import write_report
 
 pytestmark = pytest.mark.crawl
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 if CHROMIUM is None or CHROMEDRIVER is None:
-    pytest.skip(
-        "Debian's chromium and chromium-driver are not installed (apt-get install chromium "
-        "chromium-driver; .ci/run does)",
-        allow_module_level=True,
-    )
+    pytest.skip(MISSING, allow_module_level=True)
 
 
 @pytest.fixture
 def browser(tmp_path):
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--window-size=1280,1600",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)  # no Selenium Manager
-    driver = webdriver.Chrome(options=options, service=service)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+    yield from chromium(tmp_path / "profile")
 
 
 def _bars(driver, chart: str) -> dict[str, int]:

@@ -18,6 +18,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+from filelock import FileLock
+
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.errors import JobFileError
 
@@ -26,6 +28,9 @@ if TYPE_CHECKING:
 
 META_FILE = "meta.json"
 CONTROL_FILE = "control.json"
+# Held (an OS lock, through filelock) while a control request reads the last seq and writes the
+# next, so that writers in other processes or threads never hand out one seq twice.
+CONTROL_LOCK = "control.lock"
 RESULTS_FILE = "results.jsonl"
 INPUT_COPY = "input.csv"
 META_VERSION = 1
@@ -281,11 +286,18 @@ class Control:
 
 
 def write_control(jobdir: Path, action: ControlAction, *, clock: Clock = time.time) -> Control:
-    """Write a new request for the running crawl; its ``seq`` follows the previous one's."""
-    try:
-        previous = Control.load(jobdir)
-    except JobFileError:
-        previous = None  # a broken file is replaced, not fatal
-    control = Control(action, utc_iso(clock()), (previous.seq if previous else 0) + 1)
-    atomic_write_json(jobdir / CONTROL_FILE, control.to_dict())
+    """Write a new request for the running crawl; its ``seq`` follows the previous one's.
+
+    Serialised by an OS lock on ``control.lock``: two terminals, a browser and a terminal, or a
+    supervisor and a user, each get their own ``seq`` and none is lost (measured without it:
+    two processes writing 200 requests each ended at seq 205). The crawl reads control.json
+    without the lock; the atomic rename gives it the old or the new request.
+    """
+    with FileLock(jobdir / CONTROL_LOCK):
+        try:
+            previous = Control.load(jobdir)
+        except JobFileError:
+            previous = None  # a broken file is replaced, not fatal
+        control = Control(action, utc_iso(clock()), (previous.seq if previous else 0) + 1)
+        atomic_write_json(jobdir / CONTROL_FILE, control.to_dict())
     return control

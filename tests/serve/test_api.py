@@ -1,0 +1,478 @@
+"""The API through Starlette's TestClient: every status the issue names, the headers, no server
+path in any answer, concurrent control requests all applied, pages of results by offset."""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.reports.reportrows import result
+from tests.serve.conftest import BASE, Browserish, csrf_of
+from urlcheck.jobs.files import CONTROL_FILE, Control, JobMeta, JobState
+from urlcheck.jobs.lock import JobLock
+from urlcheck.serve.config import ServeConfig
+from urlcheck.serve.middleware import CSP
+
+CSV = "url,expected\nhttp://127.0.0.2:9/a,http://127.0.0.2:9/b\nhttp://127.0.0.3:9/c,\n"
+
+
+def result_line(row: int, **fields) -> str:
+    """Row n: on 127.0.0.2 or .3 by parity, no final status (a timeout) every third row,
+    failing every fourth."""
+    url = f"http://127.0.0.{2 + row % 2}:9/r{row}"
+    final = 200 if row % 3 else None
+    line = result(
+        row,
+        url,
+        status=301,
+        final_status=final,
+        error=None if final else "timeout",
+        verdict="fail" if row % 4 == 0 else "pass",
+        chain=[{"url": url, "status": 301, "location": "x"}],
+    )
+    line.update(fields)
+    return json.dumps(line) + "\n"
+
+
+def external_job(root: Path, name: str, rows: int) -> Path:
+    """A job made by `urlcheck check --jobdir ROOT/NAME`: meta.json and results, no serve.json."""
+    jobdir = root / name
+    jobdir.mkdir(parents=True)
+    results = jobdir / "results.jsonl"
+    results.write_text("".join(result_line(r) for r in range(1, rows + 1)), encoding="utf-8")
+    JobMeta(
+        state=JobState.DONE,
+        total_rows=rows,
+        done_rows=rows,
+        results_path=str(results),
+        results_bytes=results.stat().st_size,
+        created_at="2026-12-01T00:00:00.000Z",
+        finished_at="2026-12-01T00:01:00.000Z",
+        input_path="/srv/secret/place/urls.csv",
+    ).save(jobdir)
+    (jobdir / "input.csv").write_text(CSV, encoding="utf-8")
+    return jobdir
+
+
+def test_upload_creates_a_job_and_its_status_names_no_server_path(make_client, tmp_path):
+    client = make_client()
+    page = Browserish(client)
+    answer = page.upload(
+        CSV, filename="migration.csv", user_agent="googlebot", max_hops="4", name="Spring move"
+    )
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    assert set(body) == {"id", "url"} and body["url"] == f"/jobs/{body['id']}"
+    assert answer.headers["location"] == body["url"]
+    status = client.get(f"/api/jobs/{body['id']}").json()
+    assert status["state"] == "queued" and status["total_rows"] == 2
+    assert status["name"] == "Spring move" and status["csv_name"] == "migration.csv"
+    assert status["options"] == {
+        "user_agent": "googlebot",
+        "method": "GET",
+        "max_hops": 4,
+        "temporary_redirect": "fail",
+    }
+    assert status["actions"] == {"pause": True, "resume": False, "cancel": True, "rerun": False}
+    listed = client.get("/api/jobs").json()["jobs"]
+    assert [j["id"] for j in listed] == [body["id"]]
+    external_job(tmp_path / "jobs", "nightly-1a2b3c4d", 5)
+    answers = [
+        client.get("/api/jobs").text,
+        client.get(f"/api/jobs/{body['id']}").text,
+        client.get("/api/jobs/nightly-1a2b3c4d").text,
+        client.get("/api/jobs/nightly-1a2b3c4d/results").text,
+        client.get("/").text,
+        client.get("/jobs/nightly-1a2b3c4d").text,
+    ]
+    for text in answers:
+        assert str(tmp_path) not in text and "/srv/secret" not in text
+    assert "nightly-1a2b3c4d" in answers[0]
+    record = json.loads((tmp_path / "jobs" / body["id"] / "serve.json").read_text())
+    assert record["sites"] == ["127.0.0.2", "127.0.0.3"]
+
+
+@pytest.mark.parametrize(
+    ("csv", "fields", "message"),
+    [
+        (b"", {}, "bad.csv: the file is empty"),
+        (
+            b"\x89PNG\r\n\x1a\n\0\0\0\0",
+            {},
+            "bad.csv: not a CSV text file, it looks like a PNG image",
+        ),
+        (b"url\n", {}, "bad.csv: the file has a header but no data rows"),
+        (CSV.encode(), {"user_agent": "evil/1.0"}, "user_agent must be one of"),
+        (CSV.encode(), {"method": "POST"}, "method must be GET or HEAD"),
+        (CSV.encode(), {"max_hops": "-1"}, "max_hops must be a whole number 0-30"),
+        (CSV.encode(), {"max_hops": "99"}, "max_hops must be a whole number 0-30"),
+        (CSV.encode(), {"temporary_redirect": "ignore"}, "temporary_redirect must be fail or warn"),
+        (CSV.encode(), {"s": "URLCHECK_ADDRESS_GUARD_ENABLED=0"}, "unknown form fields: 's'"),
+        (CSV.encode(), {"settings": "x"}, "unknown form fields: 'settings'"),
+    ],
+)
+def test_a_bad_upload_is_a_400_in_words_and_leaves_no_job(
+    make_client, tmp_path, csv, fields, message
+):
+    client = make_client()
+    answer = Browserish(client).upload(csv, filename="bad.csv", **fields)
+    assert answer.status_code == 400, answer.text
+    assert message in answer.json()["error"]
+    assert str(tmp_path) not in answer.text
+    assert client.get("/api/jobs").json()["jobs"] == []
+    assert [p for p in (tmp_path / "jobs").iterdir() if p.is_dir()] == []
+
+
+def test_uploads_over_the_caps_are_413(make_client, tmp_path):
+    client = make_client(max_upload_bytes=2000, max_rows=10)
+    page = Browserish(client)
+    big = "url\n" + "".join(f"http://127.0.0.2:9/{'x' * 50}{i}\n" for i in range(60))
+    assert page.upload(big).status_code == 413
+    many = "url\n" + "".join(f"http://127.0.0.2:9/{i}\n" for i in range(11))
+    answer = page.upload(many)
+    assert answer.status_code == 413 and "more than 10 rows" in answer.json()["error"]
+    # A declared length over the cap is refused before the body is read.
+    answer = page.post(
+        "/api/upload",
+        content=b"x" * 10,
+        headers={"Content-Type": "multipart/form-data; boundary=b", "Content-Length": "99999999"},
+    )
+    assert answer.status_code == 413
+    assert (
+        page.upload("url\n" + "".join(f"http://127.0.0.2:9/{i}\n" for i in range(10))).status_code
+        == 201
+    )
+    assert len([p for p in (tmp_path / "jobs").iterdir() if p.is_dir()]) == 1
+
+
+def test_a_host_header_outside_the_allowlist_is_400(make_client):
+    client = make_client()
+    for host in ("evil.example", "evil.example:8080", "127.0.0.1.evil.example", ""):
+        answer = client.get("/", headers={"Host": host})
+        assert answer.status_code == 400, host
+        assert answer.headers["content-security-policy"] == CSP
+    for host in ("127.0.0.1:8080", "localhost", "[::1]:8080"):
+        assert client.get("/api/jobs", headers={"Host": host}).status_code == 200, host
+    named = make_client(allowed_hosts=("localhost", "urlcheck.example.com"))
+    assert named.get("/api/jobs", headers={"Host": "urlcheck.example.com"}).status_code == 200
+
+
+def test_beyond_loopback_a_token_is_needed(make_client, tmp_path):
+    token = "t0ken-" + "x" * 30
+    client = make_client(host="0.0.0.0", token=token, allowed_hosts=("127.0.0.1",))
+    for path in ("/", "/api/jobs", "/jobs/abc", "/api/jobs/abc"):
+        answer = client.get(path)
+        assert answer.status_code == 403, path
+        assert answer.headers["x-content-type-options"] == "nosniff"
+    assert client.get("/static/app.js").status_code == 200  # the same file for everyone
+    assert client.get("/api/jobs", headers={"Authorization": "Bearer wrong"}).status_code == 403
+    assert client.get("/api/jobs", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    assert client.get("/?token=wrong").status_code == 403
+    # The first visit exchanges the token for a cookie and takes it out of the address.
+    answer = client.get(f"/jobs?token={token}&x=1", follow_redirects=False)
+    assert answer.status_code == 303 and answer.headers["location"] == "/jobs?x=1"
+    cookie = answer.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and token not in cookie
+    assert client.get("/api/jobs").status_code == 200  # the cookie, from now on
+    # A Bearer client needs no CSRF token (a browser never sends the header by itself).
+    bearer = make_client(host="0.0.0.0", token=token, allowed_hosts=("127.0.0.1",))
+    answer = bearer.post(
+        "/api/upload",
+        files={"file": ("u.csv", CSV.encode(), "text/csv")},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert answer.status_code == 201, answer.text
+
+
+def test_posts_need_the_same_origin_and_the_csrf_token(make_client):
+    client = make_client()
+    page = Browserish(client)
+    job_id = page.upload(CSV).json()["id"]
+    url = f"/api/jobs/{job_id}/pause"
+    cases = {
+        "no origin": {"X-CSRF-Token": page.token},
+        "other origin": {"X-CSRF-Token": page.token, "Origin": "http://evil.example"},
+        "other port": {"X-CSRF-Token": page.token, "Origin": "http://127.0.0.1:9999"},
+        "null origin": {"X-CSRF-Token": page.token, "Origin": "null"},
+        "no token": {"Origin": BASE},
+        "wrong token": {"Origin": BASE, "X-CSRF-Token": "0" * 64},
+    }
+    for case, headers in cases.items():
+        answer = client.post(url, headers=headers)
+        assert answer.status_code == 403, case
+        assert "refused" in answer.json()["error"]
+    # The token of another session is no good either.
+    other = make_client()
+    theirs = csrf_of(other.get("/").text)
+    assert client.post(url, headers={"Origin": BASE, "X-CSRF-Token": theirs}).status_code == 403
+    assert page.post(url).status_code == 202
+
+
+def test_unknown_ids_traversals_and_actions_are_404(make_client, tmp_path):
+    client = make_client()
+    page = Browserish(client)
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "meta.json").write_text("{}")
+    for path in (
+        "/api/jobs/00000000-0000-0000-0000-000000000000",
+        "/api/jobs/..",
+        "/api/jobs/..%2Fsecret",
+        "/api/jobs/%2e%2e",
+        "/api/jobs/.hidden",
+        "/api/jobs/..%2F..%2Fetc%2Fpasswd/results",
+        "/api/jobs/..%2Fsecret/download/jsonl",
+        "/jobs/..%2Fsecret",
+        "/static/..%2F..%2Fmanager.py",
+    ):
+        answer = client.get(path)
+        assert answer.status_code == 404, path
+        assert str(tmp_path) not in answer.text
+    job_id = page.upload(CSV).json()["id"]
+    assert page.post(f"/api/jobs/{job_id}/explode").status_code == 404
+    assert client.get(f"/api/jobs/{job_id}/download/exe").status_code == 404
+    assert page.post("/api/jobs/nope/pause").status_code == 404
+
+
+def test_every_answer_carries_the_csp_and_nosniff(make_client):
+    client = make_client()
+    page = Browserish(client)
+    job_id = page.upload(CSV).json()["id"]
+    for path in (
+        "/",
+        "/new",
+        f"/jobs/{job_id}",
+        "/api/jobs",
+        f"/api/jobs/{job_id}",
+        "/static/app.js",
+        "/static/style.css",
+        "/api/jobs/nope",
+        "/nope",
+    ):
+        answer = client.get(path)
+        assert answer.headers["content-security-policy"] == CSP, path
+        assert answer.headers["x-content-type-options"] == "nosniff", path
+        assert answer.headers["x-frame-options"] == "DENY", path
+        assert answer.headers["referrer-policy"] == "no-referrer", path
+    assert client.get("/static/app.js").headers["content-type"].startswith("text/javascript")
+
+
+def test_gets_change_nothing(make_client, tmp_path):
+    client = make_client()
+    page = Browserish(client)
+    job_id = page.upload(CSV).json()["id"]
+    before = {p.name: p.read_bytes() for p in (tmp_path / "jobs" / job_id).iterdir()}
+    for action in ("pause", "resume", "cancel", "rerun"):
+        assert client.get(f"/api/jobs/{job_id}/{action}").status_code == 405
+    assert client.get("/api/upload").status_code == 405
+    after = {p.name: p.read_bytes() for p in (tmp_path / "jobs" / job_id).iterdir()}
+    assert after == before
+
+
+def test_concurrent_control_requests_are_all_applied(make_client, tmp_path):
+    """Twenty pause/resume requests at once on a running job: twenty control requests, each
+    with its own seq (issue 22 point 10)."""
+    client = make_client()
+    page = Browserish(client)
+    job_id = page.upload(CSV).json()["id"]
+    jobdir = tmp_path / "jobs" / job_id
+    JobMeta(state=JobState.PROCESSING, total_rows=2).save(jobdir)
+    lock = JobLock(jobdir)
+    lock.acquire()  # this process plays the running crawl
+    try:
+        start = threading.Barrier(20)
+
+        def send(i: int) -> int:
+            start.wait()
+            return page.post(f"/api/jobs/{job_id}/{'pause' if i % 2 else 'resume'}").status_code
+
+        with ThreadPoolExecutor(20) as pool:
+            codes = list(pool.map(send, range(20)))
+    finally:
+        lock.release()
+    assert codes == [202] * 20
+    control = Control.load(jobdir)
+    assert control is not None and control.seq == 20
+    assert (jobdir / CONTROL_FILE).exists()
+
+
+def test_control_by_state(make_client, tmp_path):
+    client = make_client()
+    page = Browserish(client)
+    job_id = page.upload(CSV).json()["id"]
+    answer = page.post(f"/api/jobs/{job_id}/pause")
+    assert answer.status_code == 202 and answer.json()["state"] == "paused"
+    assert page.post(f"/api/jobs/{job_id}/resume").json()["state"] == "queued"
+    answer = page.post(f"/api/jobs/{job_id}/rerun")
+    assert answer.status_code == 409 and "cancel it before" in answer.json()["error"]
+    answer = page.post(f"/api/jobs/{job_id}/cancel")
+    assert answer.status_code == 202 and answer.json()["state"] == "cancelled"
+    meta = JobMeta.load(tmp_path / "jobs" / job_id)
+    assert meta is not None and meta.state is JobState.CANCELLED and meta.total_rows == 2
+    for action in ("pause", "resume", "cancel"):
+        answer = page.post(f"/api/jobs/{job_id}/{action}")
+        assert answer.status_code == 409 and "cancelled" in answer.json()["error"]
+    answer = page.post(f"/api/jobs/{job_id}/rerun")
+    assert answer.status_code == 202 and answer.json()["state"] == "queued"
+
+
+def test_pages_of_results_by_offset_every_line_once(make_client, tmp_path):
+    client = make_client()
+    external_job(tmp_path / "jobs", "big", 103)
+    seen: list[int] = []
+    after = 0
+    while True:
+        page = client.get("/api/jobs/big/results", params={"after": after, "limit": 10}).json()
+        seen += [r["row"] for r in page["results"]]
+        after = page["next"]
+        assert page["total"] == 103
+        if not page["more"]:
+            break
+    assert seen == list(range(1, 104))
+    for filters, expected in [
+        ({"verdict": "fail"}, [r for r in range(1, 104) if r % 4 == 0]),
+        ({"status": "error"}, [r for r in range(1, 104) if r % 3 == 0]),
+        ({"error": "timeout", "verdict": "fail"}, [r for r in range(1, 104) if r % 12 == 0]),
+        ({"host": "127.0.0.3"}, [r for r in range(1, 104) if r % 2]),
+        ({"text": "/r1"}, [r for r in range(1, 104) if str(r).startswith("1")]),
+        ({"text": "/R10", "verdict": "pass"}, [10, 101, 102, 103]),
+    ]:
+        rows, after, pages = [], 0, 0
+        while True:
+            page = client.get(
+                "/api/jobs/big/results", params={"after": after, "limit": 4, **filters}
+            ).json()
+            rows += [r["row"] for r in page["results"]]
+            after, pages = page["next"], pages + 1
+            if not page["more"]:
+                break
+        assert rows == expected, filters
+        if len(filters) == 1 and "text" not in filters:
+            assert page["total"] == len(expected)
+    for bad in ({"verdict": "maybe"}, {"status": "6xx"}, {"error": "<b>"}, {"after": "-1"}):
+        assert client.get("/api/jobs/big/results", params=bad).status_code == 400, bad
+
+
+def test_the_status_poll_carries_new_lines_once_and_says_when_the_file_was_replaced(
+    make_client, tmp_path
+):
+    client = make_client()
+    jobdir = external_job(tmp_path / "jobs", "live", 5)
+    results = jobdir / "results.jsonl"
+    first = client.get("/api/jobs/live", params={"after": 0}).json()
+    assert [r["row"] for r in first["results"]] == [1, 2, 3, 4, 5]
+    tag = client.get("/api/jobs/live", params={"after": first["next"]}).headers["etag"]
+    same = client.get(
+        "/api/jobs/live", params={"after": first["next"]}, headers={"If-None-Match": tag}
+    )
+    assert same.status_code == 304 and same.content == b""
+    with results.open("a", encoding="utf-8") as out:
+        out.write(result_line(6))
+        out.write(result_line(7)[:40])  # a line still being written
+    then = client.get("/api/jobs/live", params={"after": first["next"], "gen": first["generation"]})
+    assert then.status_code == 200 and then.headers["etag"] != tag
+    body = then.json()
+    assert [r["row"] for r in body["results"]] == [6] and not body["reset"]
+    with results.open("a", encoding="utf-8") as out:
+        out.write(result_line(7)[40:])
+    body = client.get(
+        "/api/jobs/live", params={"after": body["next"], "gen": body["generation"]}
+    ).json()
+    assert [r["row"] for r in body["results"]] == [7]
+    # A re-check rewrites the file (a new inode): the next poll starts again from 0.
+    replaced = jobdir / "results.new"
+    replaced.write_text(result_line(2) + result_line(3), encoding="utf-8")
+    replaced.replace(results)
+    body = client.get(
+        "/api/jobs/live", params={"after": body["next"], "gen": body["generation"]}
+    ).json()
+    assert body["reset"] and [r["row"] for r in body["results"]] == [2, 3]
+
+
+def test_hostile_strings_are_escaped_and_bounded(make_client, tmp_path):
+    client = make_client()
+    page = Browserish(client)
+    name = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
+    job_id = page.upload(CSV, filename="<b>x</b>.csv", name=name).json()["id"]
+    html = client.get(f"/jobs/{job_id}").text
+    assert "<script>alert" not in html and "<img" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<b>x</b>" not in client.get("/").text
+    jobdir = external_job(tmp_path / "jobs", "hostile", 1)
+    with (jobdir / "results.jsonl").open("a", encoding="utf-8") as out:
+        out.write(
+            result_line(
+                2,
+                chain=[{"url": "http://127.0.0.2:9/", "status": 301, "location_raw": "j" * 70000}],
+            )
+        )
+    rows = client.get("/api/jobs/hostile/results").json()["results"]
+    raw = rows[1]["chain"][0]["location_raw"]
+    assert len(raw) == 4097 and raw.endswith("…")
+
+
+def test_downloads(make_client, tmp_path):
+    client = make_client()
+    jobdir = external_job(tmp_path / "jobs", "done", 3)
+    with (jobdir / "results.jsonl").open("a", encoding="utf-8") as out:
+        out.write(result_line(4, url='=HYPERLINK("http://evil.example")'))
+        out.write(result_line(5)[:30])  # torn: not part of any download
+    jsonl = client.get("/api/jobs/done/download/jsonl")
+    assert jsonl.status_code == 200
+    assert [json.loads(line)["row"] for line in jsonl.text.splitlines()] == [1, 2, 3, 4]
+    assert jsonl.headers["content-disposition"].startswith(
+        'attachment; filename="done-results.jsonl"'
+    )
+    csv = client.get("/api/jobs/done/download/csv")
+    lines = csv.text.splitlines()
+    assert lines[0].startswith("row,url,") and len(lines) == 5
+    assert "'=HYPERLINK" in lines[4]  # neutralised for spreadsheets
+    html = client.get("/api/jobs/done/download/html")
+    assert html.headers["content-disposition"].startswith("attachment;")
+    assert html.headers["content-security-policy"].startswith("sandbox")
+    assert "<script" in html.text and str(tmp_path) not in html.text
+    markdown = client.get("/api/jobs/done/download/md")
+    assert markdown.status_code == 200 and str(tmp_path) not in markdown.text
+    junit = client.get("/api/jobs/done/download/junit")
+    assert junit.text.startswith("<?xml") and str(tmp_path) not in junit.text
+
+
+def test_the_config_beyond_loopback(tmp_path):
+    from scrapy.settings import Settings
+
+    wide = ServeConfig.from_settings(Settings(), host="0.0.0.0", jobs=tmp_path)
+    assert wide.token and wide.token_generated and len(wide.token) >= 40
+    assert wide.block_private_input is True
+    local = ServeConfig.from_settings(Settings(), jobs=tmp_path)
+    assert local.token is None and local.block_private_input is False
+    assert local.allowed_hosts == ("localhost", "127.0.0.1", "::1")
+    chosen = ServeConfig.from_settings(
+        Settings(
+            {"URLCHECK_BLOCK_PRIVATE_INPUT": "False", "URLCHECK_SERVE_ALLOWED_HOSTS": "a.example"}
+        ),
+        host="10.1.2.3",
+        jobs=tmp_path,
+        crawl_settings=("DOWNLOAD_TIMEOUT=5", "REDIS_URL=redis://:pw@10.0.0.1/0"),
+    )
+    assert chosen.block_private_input is False
+    assert "a.example" in chosen.allowed_hosts and "10.1.2.3" in chosen.allowed_hosts
+    assert chosen.crawl_settings == ("DOWNLOAD_TIMEOUT=5",)
+    token_file = tmp_path / "token"
+    token_file.write_text("s" * 32 + "\n")
+    token_file.chmod(0o644)
+    with pytest.raises(
+        ValueError, match="URLCHECK_SERVE_TOKEN_FILE: the file may be read by others"
+    ):
+        ServeConfig.from_settings(
+            Settings({"URLCHECK_SERVE_TOKEN_FILE": str(token_file)}), jobs=tmp_path
+        )
+    token_file.chmod(0o600)
+    config = ServeConfig.from_settings(
+        Settings({"URLCHECK_SERVE_TOKEN_FILE": str(token_file)}), jobs=tmp_path
+    )
+    assert config.token == "s" * 32 and not config.token_generated
+    with pytest.raises(ValueError, match="URLCHECK_SERVE_PORT"):
+        ServeConfig.from_settings(Settings({"URLCHECK_SERVE_PORT": "70000"}), jobs=tmp_path)

@@ -1,0 +1,180 @@
+"""The web face in a real browser: Debian's chromium, headless, through its chromedriver, against
+the real server and real crawls of the demo site.
+
+A user uploads a CSV through the file input, sees the counts move, pauses and sees no new rows,
+resumes, opens a row's chain, filters, downloads the CSV and cancels. A job whose site sends
+hostile Locations (``javascript:``, ``"><img onerror=...>``) renders with no dialog, no injected
+element, no ``javascript:`` link and no CSP violation in the browser's log.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from tests.chromium import CHROMEDRIVER, CHROMIUM, MISSING, chromium
+from tests.serve.test_crawls import rows_csv
+
+pytestmark = pytest.mark.crawl
+
+pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+if CHROMIUM is None or CHROMEDRIVER is None:
+    pytest.skip(MISSING, allow_module_level=True)
+
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
+
+HOSTILE_RAW = '"><img src=x onerror=alert(1)>'
+
+
+@pytest.fixture
+def browser(tmp_path):
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    for driver in chromium(tmp_path / "profile", downloads=downloads):
+        driver.downloads = downloads
+        yield driver
+
+
+def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def text(driver, selector: str) -> str:
+    return str(driver.find_element("css selector", selector).text)
+
+
+def number(driver, selector: str) -> int:
+    return int(text(driver, selector) or 0)
+
+
+def shown_rows(driver) -> list[str]:
+    """The row numbers the results table shows, read in one go (the table is redrawn live)."""
+    return list(
+        driver.execute_script(
+            "return Array.from(document.querySelectorAll('tr.result'), r => r.dataset.row)"
+        )
+    )
+
+
+def severe(driver) -> list[dict[str, Any]]:
+    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def test_a_user_checks_a_csv_in_chromium(serve, site, tmp_path, browser):
+    server = serve()
+    rows = 140  # about 20 s of crawling on two hosts: it is still running when cancelled
+    csv = rows_csv(site, "browser", rows, hosts=("127.0.0.7", "127.0.0.8"))
+    csv += "".join(site.url("127.0.0.9", f"/status/404?r={n}") + "\n" for n in (141, 142))
+    upload = tmp_path / "migration.csv"
+    upload.write_text(csv, encoding="utf-8")
+
+    browser.get(server.url + "/new")
+    browser.find_element("id", "file").send_keys(str(upload))
+    browser.find_element("id", "name").send_keys("Spring migration")
+    Select(browser.find_element("id", "user_agent")).select_by_value("chrome")
+    browser.find_element("id", "upload-submit").click()
+    wait_for(lambda: "/jobs/" in browser.current_url, "the job page")
+    job_id = browser.current_url.rsplit("/", 1)[1]
+    assert text(browser, "#job-name") == "Spring migration"
+    assert text(browser, "#total") == str(rows + 2)
+
+    # The counts move while it runs: every 2.5 s the page shows more rows done.
+    wait_for(lambda: text(browser, "#state") == "processing", "processing")
+    seen = [number(browser, "#done")]
+    for _ in range(3):
+        time.sleep(2.5)
+        seen.append(number(browser, "#done"))
+    assert seen == sorted(set(seen)), seen  # strictly growing
+
+    browser.find_element("id", "btn-pause").click()
+    wait_for(lambda: text(browser, "#state") == "paused", "paused")
+    time.sleep(1.0)  # the requests in flight at the pause finish and are shown
+    done, shown = number(browser, "#done"), shown_rows(browser)
+    time.sleep(4.0)
+    assert (number(browser, "#done"), shown_rows(browser)) == (done, shown)
+    assert browser.find_element("id", "btn-pause").get_attribute("disabled") is not None
+    browser.find_element("id", "btn-resume").click()
+    wait_for(lambda: number(browser, "#done") > done, "rows after the resume")
+
+    # A row's chain.
+    first = browser.find_element("css selector", "tr.result")
+    first.find_element("css selector", "button.chain-toggle").click()
+    chain = browser.find_element("css selector", "tr.detail:not([hidden]) .chain-table")
+    hops = chain.find_elements("css selector", ":scope > tbody > tr")
+    assert len(hops) == 1 and "/ok?t=browser" in hops[0].text, [h.text for h in hops]
+
+    # Filters: the two 404 rows, once the crawl has reached them.
+    wait_for(lambda: server.status(job_id)["counts"]["status"].get("4xx") == 2, "the 404 rows", 90)
+    Select(browser.find_element("id", "f-status")).select_by_value("4xx")
+    browser.find_element("id", "f-apply").click()
+    wait_for(lambda: shown_rows(browser) == ["141", "142"], "the filtered rows")
+    browser.find_element("id", "f-reset").click()
+    wait_for(lambda: len(shown_rows(browser)) > 2, "all rows again")
+
+    # The CSV download, as the page links it.
+    browser.find_element("id", "dl-csv").click()
+    downloaded = wait_for(lambda: list(browser.downloads.glob("*.csv")), "the CSV download")
+    lines = downloaded[0].read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("row,url,") and len(lines) >= done + 1
+
+    assert text(browser, "#state") == "processing"
+    browser.find_element("id", "btn-cancel").click()
+    wait_for(lambda: text(browser, "#state") == "cancelled", "the cancelled state")
+    assert server.status(job_id)["done_rows"] < rows + 2
+    wait_for(
+        lambda: browser.find_element("id", "btn-rerun").get_attribute("disabled") is None,
+        "re-run enabled",
+    )
+    assert severe(browser) == []
+
+
+def test_hostile_locations_are_inert(serve, site, browser):
+    server = serve()
+    host = "127.0.0.9"
+    urls = [
+        site.url(host, "/redirect/301?to=" + quote("javascript:alert(1)")),
+        site.url(host, "/redirect/302?to=" + quote("javascript:alert(document.cookie)//")),
+        site.url(host, "/raw-location/301?hex=" + HOSTILE_RAW.encode().hex()),
+        site.url(host, "/redirect/301?to=" + quote(HOSTILE_RAW)),
+        site.url(host, "/ok?q=" + quote("<script>alert(3)</script>")),
+    ]
+    job_id = server.upload("url\n" + "".join(f'"{u}"\n' for u in urls), filename="<b>x</b>.csv")
+    server.wait(job_id, lambda s: s["state"] == "done", "the hostile job")
+
+    browser.get(f"{server.url}/jobs/{job_id}")
+    browser.execute_script("console.error('capture-probe')")  # the capture itself works
+    wait_for(lambda: len(shown_rows(browser)) == len(urls), "rows")
+    for toggle in browser.find_elements("css selector", "button.chain-toggle"):
+        toggle.click()
+    wait_for(
+        lambda: len(browser.find_elements("css selector", "tr.detail:not([hidden])")) == len(urls),
+        "every chain open",
+    )
+    page = browser.find_element("id", "results").text
+    assert "javascript:alert(1)" in page and HOSTILE_RAW in page  # shown, as text
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text  # noqa: B018
+    assert (
+        browser.execute_script("return document.querySelectorAll('img, iframe, object').length")
+        == 0
+    )
+    assert browser.execute_script("return document.querySelectorAll('script').length") == 1
+    links = [a.get_attribute("href") for a in browser.find_elements("css selector", "a[href]")]
+    assert not [h for h in links if not h.startswith(("http://", "https://"))], links
+    time.sleep(2.5)  # a poll or two more
+    logs = browser.get_log("browser")
+    assert any("capture-probe" in e["message"] for e in logs)
+    problems = [e for e in logs if e["level"] == "SEVERE" and "capture-probe" not in e["message"]]
+    assert problems == []
+    assert not [e for e in logs if "Content Security Policy" in e["message"]]

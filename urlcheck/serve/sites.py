@@ -1,0 +1,58 @@
+"""Which sites a job visits, for politeness across jobs: two jobs that share a site never run at
+once (docs/serve.md, "Politeness across jobs").
+
+A site is a host's registrable domain (``www.example.co.uk`` -> ``example.co.uk``, from the
+public suffix list bundled with tldextract, never fetched), or the host itself for an address or
+a name without one. Grouping by site rather than host is deliberately coarse: the usual
+redirects (``example.com`` -> ``www.example.com``, ``old.example.com`` -> ``new.example.com``)
+stay within one site, so a job whose rows redirect into another job's hosts is kept apart
+from it too. Too coarse costs parallelism, never politeness.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from pathlib import Path
+
+from tldextract import TLDExtract
+
+from urlcheck.check.urls import InvalidURL, host_key, normalise_input
+from urlcheck.input.csvfile import CsvSource
+
+_EXTRACT = TLDExtract(cache_dir=None, suffix_list_urls=(), fallback_to_snapshot=True)
+
+
+@functools.lru_cache(maxsize=65536)
+def site_of(host: str) -> str:
+    host = host.strip("[]").lower().rstrip(".")
+    if not host:
+        return ""
+    return _EXTRACT(host).top_domain_under_public_suffix or host
+
+
+def site_of_url(url: str) -> str:
+    return site_of(host_key(url))
+
+
+def input_sites(url: str, expected: str | None) -> Iterable[str]:
+    """The sites a CSV row names: its URL's and its expected target's."""
+    for raw in (url, expected):
+        if raw:
+            try:
+                site = site_of(normalise_input(raw).host)
+            except InvalidURL:
+                continue
+            if site:
+                yield site
+
+
+def csv_sites(path: Path) -> tuple[int, set[str]]:
+    """The data rows of a CSV and the sites they name (a full read of the file)."""
+    sites: set[str] = set()
+    rows = 0
+    with CsvSource(path) as source:
+        for record in source.records():
+            rows += 1
+            sites.update(input_sites(record.url, record.expected))
+    return rows, sites
