@@ -50,6 +50,10 @@ COMMANDS = {
         "urlcheck.commands.job",
         "Show, control or supervise a urlcheck job: status, pause, resume, cancel, run",
     ),
+    "serve": CommandInfo(
+        "urlcheck.commands.serve",
+        "Serve the web face: upload a CSV, watch and steer its job in a browser",
+    ),
 }
 HIDDEN = {"crawl": CommandInfo("urlcheck.commands.crawl", "")}
 
@@ -65,6 +69,7 @@ examples:
   urlcheck check urls.csv -o check.csv            # also a spreadsheet
   urlcheck check urls.csv -s URLCHECK_METHOD=HEAD # any setting: docs/settings.md
   urlcheck job status jobs/site                   # from another terminal; pause, resume, cancel
+  urlcheck serve                                  # the web face on http://127.0.0.1:8080/
 
 exit codes: 0 finished, 2 input error, 3 finished with failed verdicts, 4 stopped before done
 (run it again to resume), 5 cancelled, 6 the job is locked by another process (docs/jobs.md)."""
