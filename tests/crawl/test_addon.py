@@ -55,6 +55,16 @@ def test_the_addon_turns_distributed_mode_on_only_with_redis_url() -> None:
     assert distributed.get_extension(ClusterCoordinator) is None
 
 
+def test_scrapy_redis_host_port_and_db_name_the_job_redis_too() -> None:
+    named = crawler(REDIS_HOST="127.0.0.5", REDIS_PORT=6390, REDIS_DB=3)
+    assert named.settings["REDIS_URL"] == "redis://127.0.0.5:6390/3"
+    assert named.settings["SCHEDULER"] == CLUSTER_SCHEDULER
+    assert crawler(REDIS_HOST="::1").settings["REDIS_URL"] == "redis://[::1]:6379/0"
+    # REDIS_URL wins, as in scrapy-redis (its REDIS_HOST is then ignored).
+    both = crawler(REDIS_URL="redis://127.0.0.6:6379/1", REDIS_HOST="127.0.0.5")
+    assert both.settings["REDIS_URL"] == "redis://127.0.0.6:6379/1"
+
+
 def test_a_scheduler_of_your_own_stays_in_distributed_mode() -> None:
     own = "scrapy.core.scheduler.Scheduler"
     distributed = crawler(REDIS_URL="redis://127.0.0.1:6379/0", SCHEDULER=own)

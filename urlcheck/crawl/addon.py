@@ -1,6 +1,7 @@
 """Distributed mode as a Scrapy add-on (docs/distributed.md), in the manner of scrapy-zyte-api's
 ``Addon``: listed in ``ADDONS`` (urlcheck/settings.py), it turns the crawl into a process of a
-distributed job only when ``REDIS_URL`` is set. It then swaps the scheduler for the one that
+distributed job only when the job's Redis is named (``REDIS_URL``, or scrapy-redis's
+``REDIS_HOST``). It then swaps the scheduler for the one that
 leases work from Redis, and adds the pipeline that commits results there and the extension of
 the job's coordinator. Without ``REDIS_URL`` it changes nothing, and this module is all of
 distributed mode that a crawl loads: no module of :mod:`urlcheck.cluster`, no redis-py.
@@ -20,16 +21,33 @@ if TYPE_CHECKING:
 CLUSTER_SCHEDULER = "urlcheck.cluster.crawl.scheduler.ClusterScheduler"
 
 
+def redis_url(settings: BaseSettings) -> str:
+    """The job's Redis as scrapy-redis names it: ``REDIS_URL``, or else its ``REDIS_HOST``,
+    ``REDIS_PORT`` and ``REDIS_DB`` (``scrapy_redis.connection``); "" when neither is set."""
+    url = str(settings.get("REDIS_URL") or "").strip()
+    if url or not str(settings.get("REDIS_HOST") or "").strip():
+        return url
+    from scrapy_redis.connection import SETTINGS_PARAMS_MAP
+
+    given = {param: settings.get(name) for name, param in SETTINGS_PARAMS_MAP.items()}
+    host = str(given["host"]).strip()
+    if ":" in host and not host.startswith("["):  # an IPv6 address
+        host = f"[{host}]"
+    return f"redis://{host}:{given['port'] or 6379}/{given['db'] or 0}"
+
+
 def distributed(settings: BaseSettings) -> bool:
-    """Whether the crawl is a process of a distributed job: ``REDIS_URL`` (scrapy-redis's name)
-    is set."""
-    return bool(str(settings.get("REDIS_URL") or "").strip())
+    """Whether the crawl is a process of a distributed job: the job's Redis is named."""
+    return bool(redis_url(settings))
 
 
 class DistributedMode:
     def update_settings(self, settings: BaseSettings) -> None:
-        if not distributed(settings):
+        url = redis_url(settings)
+        if not url:
             return
+        if not settings.get("REDIS_URL"):  # named by host and port: every reader takes the URL
+            settings.set("REDIS_URL", url, settings.getpriority("REDIS_HOST") or 0)
         from urlcheck.cluster.crawl.coordinator import ClusterCoordinator
         from urlcheck.cluster.crawl.pipeline import ClusterResultsPipeline
 
