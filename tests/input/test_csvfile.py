@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from urlcheck.input import csvfile as csvinput
+from urlcheck.input import csvfile
 from urlcheck.input.csvfile import CsvSource, InputError, Record
 
 
@@ -426,7 +426,7 @@ def test_nul_after_the_sample_keeps_its_row(tmp_path: Path) -> None:
 def test_line_over_the_line_limit_is_skipped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bom: bytes, codec: str
 ) -> None:
-    monkeypatch.setattr(csvinput, "_MAX_LINE", 5000)
+    monkeypatch.setattr("urlcheck.input.lines.MAX_LINE", 5000)
     text = "url,note\nhttps://a.example/,1\n" + "y" * 20_000 + "\r\nhttps://b.example/,2\n"
     data = bom + text.encode(codec)
     _, records = load(write(tmp_path, data))
@@ -645,7 +645,7 @@ def test_unreadable_file(tmp_path: Path) -> None:
         text=True,
         check=True,
         timeout=60,
-        cwd=Path(csvinput.__file__).parents[2],
-        env={**os.environ, "PYTHONPATH": str(Path(csvinput.__file__).parents[2])},
+        cwd=Path(csvfile.__file__).parents[2],
+        env={**os.environ, "PYTHONPATH": str(Path(csvfile.__file__).parents[2])},
     )
     assert run.stdout.strip() == f"{path}: permission denied"
