@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from urlcheck.commands.job import run_job_command
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import Control, ControlAction, JobMeta, JobState, utc_iso
 from urlcheck.jobs.lock import JobLock, lock_holder
+from urlcheck.jobs.steer import steer
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = 1_700_000_000.0
@@ -34,7 +34,7 @@ def run(
 ) -> tuple[ExitCode, str, str]:
     out, err = io.StringIO(), io.StringIO()
     ticks = iter(clock + i for i in range(1000))  # every read of the clock is a second later
-    code = run_job_command(
+    code = steer(
         action,
         jobdir,
         as_json=as_json,

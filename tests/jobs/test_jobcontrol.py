@@ -21,7 +21,6 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from urlcheck.check.result import Result
-from urlcheck.commands.job import run_job_command
 from urlcheck.config.crawlconfig import ConfigError, JobControlConfig
 from urlcheck.crawl.runtime import runtime
 from urlcheck.extensions.jobcontrol import JobControl, wait_while_paused
@@ -31,6 +30,7 @@ from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
 from urlcheck.jobs.files import ControlAction, JobMeta, JobState, parse_utc_iso, write_control
 from urlcheck.jobs.lock import JobLock, lock_holder
 from urlcheck.jobs.resultsfile import ResultsPlan
+from urlcheck.jobs.steer import steer
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -182,7 +182,7 @@ def load(jobdir: Path) -> JobMeta:
 
 def command(action: str, jobdir: Path, **kwargs: Any) -> tuple[ExitCode, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = run_job_command(action, jobdir, out=out, err=err, **kwargs)
+    code = steer(action, jobdir, out=out, err=err, **kwargs)
     return code, out.getvalue() + err.getvalue()
 
 

@@ -28,6 +28,8 @@ META_FILE = "meta.json"
 CONTROL_FILE = "control.json"
 RESULTS_FILE = "results.jsonl"
 INPUT_COPY = "input.csv"
+# Left by a distributed job's coordinator: the job's name and Redis (urlcheck.cluster.admin).
+CLUSTER_FILE = "cluster.json"
 META_VERSION = 1
 # A processing job with no sign of life for this long reads as stuck (URLCHECK_JOB_STUCK_AFTER).
 STUCK_AFTER_DEFAULT = 180.0

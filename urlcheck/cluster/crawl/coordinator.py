@@ -30,7 +30,7 @@ from scrapy.utils.asyncio import create_looping_call
 
 from urlcheck.check.result import Result
 from urlcheck.check.urls import host_key
-from urlcheck.cluster.admin import CLUSTER_FILE, coordinator_place
+from urlcheck.cluster.admin import coordinator_place
 from urlcheck.cluster.collector import ResultCollector
 from urlcheck.cluster.crawl.runtime import ClusterRuntime, redacted
 from urlcheck.cluster.crawl.tasks import task_from_row
@@ -38,7 +38,7 @@ from urlcheck.cluster.errors import ClusterError
 from urlcheck.crawl import internals
 from urlcheck.crawl.runtime import runtime
 from urlcheck.extensions.jobcontrol import job_paused, job_resumed
-from urlcheck.jobs.files import atomic_write_json
+from urlcheck.jobs.files import CLUSTER_FILE, atomic_write_json
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
