@@ -32,7 +32,7 @@ from urlcheck.check.result import Result
 from urlcheck.crawl.runtime import Runtime, runtime
 from urlcheck.jobs.counts import status_class
 from urlcheck.middlewares.proxy import proxy_acquired, proxy_released
-from urlcheck.proxypool.health import State
+from urlcheck.proxypool.rules.health import State
 
 if TYPE_CHECKING:
     import threading

@@ -2,25 +2,25 @@
 
 A failure counts against a proxy only when it is concentrated on that proxy; failures spread over
 most proxies on a site make the site at fault, over all proxies and sites our side. The pure
-comparisons live in `..blame`; this module applies them to the books.
+comparisons live in ``rules.blame``; this module applies them to the books.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import blame, health
-from ..events import Event, OurSideFault, PairBenched, SiteFault
-from ..health import State
-from ..outcome import CELL, FAIL, PROXY_FAULT
-from .books import MAINTENANCE_EVERY
-from .states import bench, check_degraded, degrade
+from urlcheck.proxypool.events import Event, OurSideFault, PairBenched, SiteFault
+from urlcheck.proxypool.policy.books import MAINTENANCE_EVERY
+from urlcheck.proxypool.policy.states import bench, check_degraded, degrade
+from urlcheck.proxypool.rules import blame, health
+from urlcheck.proxypool.rules.health import State
+from urlcheck.proxypool.rules.outcome import CELL, FAIL, PROXY_FAULT
 
 if TYPE_CHECKING:
     from collections import deque
 
-    from ..health import Window
-    from .books import Books, PairRec, ProxyRec, SiteRec
+    from urlcheck.proxypool.policy.books import Books, PairRec, ProxyRec, SiteRec
+    from urlcheck.proxypool.rules.health import Window
 
 __all__ = [
     "after_failure",
@@ -46,7 +46,7 @@ def after_failure(
     now: float,
     events: list[Event],
 ) -> None:
-    """Judge a failure: the proxy's (unless `cell`: it counts for the pair only), then the
+    """Judge a failure: the proxy's (unless ``cell``: it counts for the pair only), then the
     pair's."""
     cfg = b.config
     state = rec.state
@@ -198,7 +198,7 @@ def ours_first(  # noqa: PLR0917
     b: Books, rec: ProxyRec, reason: str, start: float, now: float, events: list[Event]
 ) -> bool:
     """Before a proxy is quarantined, is the fault ours? Only the pool's outcomes since the
-    first of the failures judged (`start`) count; until there are enough of them, the proxy
+    first of the failures judged (``start``) count; until there are enough of them, the proxy
     is degraded and waits."""
     works = blame.pool_works_since(b.pool, rec.id, start, b.config)
     if works:

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from ..config import PoolConfig
-    from ..health import State
     from ..policy.choosing import Choice
     from ..proxy import Proxy
+    from ..rules.health import State
 
 __all__ = [
     "Acquired",

@@ -38,8 +38,8 @@ from redis.exceptions import (
 )
 from redis.retry import Retry
 
-from ..health import IN_SERVICE, State
 from ..proxy import Proxy
+from ..rules.health import IN_SERVICE, State
 from .base import Acquired, Committed, PoolStore, Released, Shared, StoreUnavailable, cap_of
 
 if TYPE_CHECKING:
