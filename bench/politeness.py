@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench._proc import RssSampler  # noqa: E402
+from tests.processes import crawl_argv, start  # noqa: E402
 from urlcheck.demo.launcher import SiteServer  # noqa: E402
 from urlcheck.demo.serverlog import host_stats  # noqa: E402
 
@@ -48,22 +48,10 @@ MANY = [f"127.0.0.{i}" for i in range(10, 60)]
 
 def crawl(csv: Path, out: Path, *settings: str, timeout: float = 900) -> tuple[float, int]:
     """Run ``scrapy crawl check``; returns (peak RSS MiB within the first 60 s, exit code)."""
-    args = [
-        sys.executable,
-        "-m",
-        "scrapy",
-        "crawl",
-        "check",
-        "-a",
-        f"csv={csv}",
-        "-a",
-        f"out={out}",
-        "-s",
-        "LOG_LEVEL=WARNING",
-    ]
-    for setting in settings:
-        args += ["-s", setting]
-    process = subprocess.Popen(args, cwd=REPO)
+    argv = crawl_argv(
+        "-a", f"csv={csv}", "-a", f"out={out}", settings=["LOG_LEVEL=WARNING", *settings]
+    )
+    process = start(argv, stdout=None, stderr=None)
     with RssSampler(process, interval=0.2) as sampler:
         code = process.wait(timeout)
     return sampler.peak(within=60), code

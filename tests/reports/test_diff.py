@@ -6,7 +6,7 @@ import io
 import json
 from pathlib import Path
 
-from tests.jobs.test_command import scrapy_job
+from tests.processes import scrapy_job
 from tests.reports.reportrows import result, write_results
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.reports.diff import DiffSummary, RowChange, diff, regressions
