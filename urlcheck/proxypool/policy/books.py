@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from urlcheck.proxypool.rules.hashing import stable_hash
 from urlcheck.proxypool.rules.health import State, Window
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from urlcheck.proxypool.events import Event
     from urlcheck.proxypool.proxy import Proxy
 
-__all__ = ["Books", "PairRec", "ProxyRec", "SiteRec"]
+__all__ = ["Books", "PairCase", "PairRec", "ProxyRec", "SiteRec"]
 
 # seconds between two maintenance passes (expired leases, back-offs over, outlier rule)
 MAINTENANCE_EVERY = 1.0
@@ -184,6 +184,16 @@ class SiteRec:
         if pair is None:
             pair = self.pairs[proxy_id] = PairRec(cfg)
         return pair
+
+
+class PairCase(NamedTuple):
+    """A (proxy, site) pair being judged: the proxy's, the site's and the pair's records, which
+    the blame rules pass along together."""
+
+    rec: ProxyRec
+    site: str
+    site_rec: SiteRec
+    pair: PairRec
 
 
 class Books:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from urlcheck.proxypool.policy.books import PairRec, SiteRec
+from urlcheck.proxypool.policy.books import PairCase, PairRec, SiteRec
 from urlcheck.proxypool.policy.judge import (
     after_failure,
     check_faults,
@@ -100,16 +100,8 @@ def record(  # noqa: PLR0917
             if pair.window.n >= cfg.min_outcomes:
                 tripped = health.trip(pair.window, cfg, noise_level(b, now))
                 if tripped is not None:
-                    judge_pair(
-                        b,
-                        rec,
-                        site=site,
-                        site_rec=site_rec,
-                        pair=pair,
-                        reason=tripped.reason,
-                        now=now,
-                        events=events,
-                    )
+                    case = PairCase(rec, site, site_rec, pair)
+                    judge_pair(b, case, tripped.reason, now, events)
             return events
         window = rec.window
         moved = window.push(0)
@@ -161,17 +153,8 @@ def record(  # noqa: PLR0917
             if not rec.fault_streak:
                 rec.fault_since = now
             rec.fault_streak += 1
-        after_failure(
-            b,
-            rec,
-            site=site,
-            site_rec=site_rec,
-            pair=pair,
-            code=code,
-            cell=cell,
-            now=now,
-            events=events,
-        )
+        case = PairCase(rec, site, site_rec, pair)
+        after_failure(b, case, code=code, cell=cell, now=now, events=events)
         if cell:
             return events
     reweigh(b, rec)
