@@ -28,7 +28,6 @@ import random
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from bench._proc import RssSampler  # noqa: E402
 from tests.processes import crawl_argv, start  # noqa: E402
+from urlcheck.clock import parse_utc_iso  # noqa: E402
 from urlcheck.demo.launcher import SiteServer  # noqa: E402
 from urlcheck.demo.serverlog import host_stats  # noqa: E402
 
@@ -221,10 +221,6 @@ def million(tmp: Path) -> list[str]:
     return lines
 
 
-def _iso(stamp: str) -> float:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
 def down_host(tmp: Path, per_host: int) -> list[str]:
     """Figure 6: the per-host circuit."""
     with SiteServer([*HEALTHY, FAULTY], log_path=tmp / "down.jsonl") as site:
@@ -240,7 +236,7 @@ def down_host(tmp: Path, per_host: int) -> list[str]:
         log = run_log(site, "down")
         rows = [json.loads(line) for line in out.read_text().splitlines()]
         start = min(e["t_arrival"] for e in log)
-        done = max(_iso(r["checked_at"]) for r in rows if f"{FAULTY}:" in r["url"])
+        done = max(parse_utc_iso(r["checked_at"]) for r in rows if f"{FAULTY}:" in r["url"])
         ladders = 2 * (1 + 2 + 4)
         skipped = sum(1 for r in rows if r["error"] == "host_unavailable")
         sent = sum(1 for e in log if e["host"] == FAULTY)

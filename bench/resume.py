@@ -36,10 +36,12 @@ from tests.processes import crawl_argv, start  # noqa: E402
 from urlcheck.check.hops import RowTask, hop  # noqa: E402
 from urlcheck.check.result import build_result  # noqa: E402
 from urlcheck.check.verdict import VerdictRules  # noqa: E402
+from urlcheck.clock import utc_iso  # noqa: E402
 from urlcheck.demo.launcher import SiteServer  # noqa: E402
+from urlcheck.input.csvfile import sha256_file  # noqa: E402
 from urlcheck.jobs.counts import Counts  # noqa: E402
 from urlcheck.jobs.done import scan_results  # noqa: E402
-from urlcheck.jobs.files import INPUT_COPY, JobMeta, JobState, sha256_file, utc_iso  # noqa: E402
+from urlcheck.jobs.files import INPUT_COPY, JobMeta, JobState  # noqa: E402
 
 HOSTS = [f"127.0.0.{i}" for i in range(10, 60)]
 FIRST_REQUEST_TARGET = 10.0  # seconds

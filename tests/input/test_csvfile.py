@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from urlcheck.input import csvfile
-from urlcheck.input.csvfile import CsvSource, InputError, Record
+from urlcheck.input.csvfile import CsvSource, InputError, Record, sha256_file
 
 
 def write(tmp_path: Path, data: bytes, name: str = "urls.csv") -> Path:
@@ -538,6 +538,13 @@ def test_read_at_rejects_an_offset_where_no_row_starts(tmp_path: Path) -> None:
 def test_checksum_is_sha256_of_the_bytes(tmp_path: Path) -> None:
     data = b"url\nhttps://a.example/\n" * 1000
     assert CsvSource(write(tmp_path, data)).checksum() == hashlib.sha256(data).hexdigest()
+
+
+def test_sha256_file_reads_a_big_file_in_chunks(tmp_path: Path) -> None:
+    path = tmp_path / "in.csv"
+    data = b"url\nhttp://a/\n" * 300_000  # several read chunks
+    path.write_bytes(data)
+    assert sha256_file(path) == hashlib.sha256(data).hexdigest()
 
 
 # --- bad files ---

@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 
 from tests.processes import scrapy_job
+from urlcheck.clock import utc_iso
 from urlcheck.jobs.exitcodes import ExitCode
-from urlcheck.jobs.files import Control, ControlAction, JobMeta, JobState, utc_iso
+from urlcheck.jobs.files import Control, ControlAction, JobMeta, JobState
 from urlcheck.jobs.lock import JobLock, lock_holder
 from urlcheck.jobs.steer import steer
 

@@ -28,8 +28,9 @@ from tests.jobs.crawls import (
     write_rows,
 )
 from tests.processes import scrapy_job
+from urlcheck.clock import parse_utc_iso
 from urlcheck.jobs.exitcodes import ExitCode
-from urlcheck.jobs.files import Control, JobState, parse_utc_iso
+from urlcheck.jobs.files import Control, JobState
 
 if TYPE_CHECKING:
     from tests.sitefixture import SiteServer

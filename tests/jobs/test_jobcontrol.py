@@ -21,13 +21,14 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from urlcheck.check.result import Result
+from urlcheck.clock import parse_utc_iso
 from urlcheck.config.crawlconfig import ConfigError, JobControlConfig
 from urlcheck.crawl.runtime import runtime
 from urlcheck.extensions.jobcontrol import JobControl, wait_while_paused
 from urlcheck.jobs.context import JobContext
 from urlcheck.jobs.done import DoneRows
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
-from urlcheck.jobs.files import ControlAction, JobMeta, JobState, parse_utc_iso, write_control
+from urlcheck.jobs.files import ControlAction, JobMeta, JobState, write_control
 from urlcheck.jobs.lock import JobLock, lock_holder
 from urlcheck.jobs.resultsfile import ResultsPlan
 from urlcheck.jobs.steer import steer

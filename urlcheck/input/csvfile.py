@@ -41,7 +41,7 @@ from urlcheck.input.sniff import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CsvSource", "InputError", "Record"]
+__all__ = ["CsvSource", "InputError", "Record", "sha256_file"]
 
 _HEADER_SAMPLE_ROWS = 50
 _FIRST_READ = 4096  # read_at starts small: it is called once per row, at random places
@@ -61,6 +61,17 @@ class Record:
     expected: str | None  # raw cell of the expected-target column; None if no column or empty
     extra: dict[str, str]  # every other column by header name (header-less: col2, col3, ...)
     problem: str | None = None  # set when the row was malformed CSV and was read leniently
+
+
+def sha256_file(path: Path) -> str:
+    """SHA-256 (hex) of a file's bytes, read in chunks: an input's identity, which a job keeps
+    to know its CSV again."""
+    with path.open("rb") as f:
+        return _sha256(f)
+
+
+def _sha256(f: io.BufferedReader) -> str:
+    return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 class CsvSource:
@@ -163,9 +174,9 @@ class CsvSource:
         return before in ("\n", "\r")
 
     def checksum(self) -> str:
-        """SHA-256 (hex) of the file's bytes, read in chunks."""
+        """SHA-256 (hex) of the file's bytes, read in chunks (see :func:`sha256_file`)."""
         with self._open() as f:
-            return hashlib.file_digest(f, "sha256").hexdigest()
+            return _sha256(f)
 
     def close(self) -> None:
         if self._handle is not None:

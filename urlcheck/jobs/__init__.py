@@ -8,7 +8,7 @@ This package MUST NOT import Scrapy, Twisted, or the adapters (``crawl``, ``spid
 """
 
 from urlcheck.jobs.context import JobContext
-from urlcheck.jobs.counts import Counts, status_class
+from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.done import DoneRows, ResultsScan, Tail, read_tail, scan_results
 from urlcheck.jobs.errors import (
     InputMismatchError,
@@ -62,7 +62,6 @@ __all__ = [
     "read_status",
     "read_tail",
     "scan_results",
-    "status_class",
     "steer",
     "supervise",
     "write_control",

@@ -15,16 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
+from urlcheck.clock import utc_iso
 from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
-from urlcheck.jobs.files import (
-    CLUSTER_FILE,
-    ControlAction,
-    JobMeta,
-    JobState,
-    utc_iso,
-    write_control,
-)
+from urlcheck.jobs.files import CLUSTER_FILE, ControlAction, JobMeta, JobState, write_control
 from urlcheck.jobs.lock import JobLock, lock_holder
 from urlcheck.jobs.place import job_for
 from urlcheck.jobs.status import JobStatus, catch_up, derive_status, format_status

@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from urlcheck.clock import parse_utc_iso
 from urlcheck.jobs.errors import JobError
 from urlcheck.jobs.exitcodes import ExitCode
-from urlcheck.jobs.files import JobMeta, JobState, parse_utc_iso
+from urlcheck.jobs.files import JobMeta, JobState
 from urlcheck.jobs.lock import lock_holder
 from urlcheck.jobs.place import job_for
 from urlcheck.jobs.status import catch_up
