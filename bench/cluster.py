@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO))
 
 import redis  # noqa: E402
 
+from tests.processes import crawl_argv, start  # noqa: E402
 from tests.redisserver import RedisServer  # noqa: E402
 from urlcheck.demo.launcher import SiteServer  # noqa: E402
 from urlcheck.demo.serverlog import host_stats  # noqa: E402
@@ -56,8 +57,7 @@ class Run:
 
 
 def scrapy(*args: str, log: Path) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "scrapy", "crawl", "check", *args, "-s", f"LOG_FILE={log}"]
-    return subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return start(crawl_argv(*args, settings=[f"LOG_FILE={log}"]))
 
 
 def round_trips(client: redis.Redis) -> int:

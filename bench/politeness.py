@@ -25,11 +25,9 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +35,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench._proc import RssSampler  # noqa: E402
+from tests.processes import crawl_argv, start  # noqa: E402
+from urlcheck.clock import parse_utc_iso  # noqa: E402
 from urlcheck.demo.launcher import SiteServer  # noqa: E402
 from urlcheck.demo.serverlog import host_stats  # noqa: E402
 
@@ -48,22 +48,10 @@ MANY = [f"127.0.0.{i}" for i in range(10, 60)]
 
 def crawl(csv: Path, out: Path, *settings: str, timeout: float = 900) -> tuple[float, int]:
     """Run ``scrapy crawl check``; returns (peak RSS MiB within the first 60 s, exit code)."""
-    args = [
-        sys.executable,
-        "-m",
-        "scrapy",
-        "crawl",
-        "check",
-        "-a",
-        f"csv={csv}",
-        "-a",
-        f"out={out}",
-        "-s",
-        "LOG_LEVEL=WARNING",
-    ]
-    for setting in settings:
-        args += ["-s", setting]
-    process = subprocess.Popen(args, cwd=REPO)
+    argv = crawl_argv(
+        "-a", f"csv={csv}", "-a", f"out={out}", settings=["LOG_LEVEL=WARNING", *settings]
+    )
+    process = start(argv, stdout=None, stderr=None)
     with RssSampler(process, interval=0.2) as sampler:
         code = process.wait(timeout)
     return sampler.peak(within=60), code
@@ -233,10 +221,6 @@ def million(tmp: Path) -> list[str]:
     return lines
 
 
-def _iso(stamp: str) -> float:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
 def down_host(tmp: Path, per_host: int) -> list[str]:
     """Figure 6: the per-host circuit."""
     with SiteServer([*HEALTHY, FAULTY], log_path=tmp / "down.jsonl") as site:
@@ -252,7 +236,7 @@ def down_host(tmp: Path, per_host: int) -> list[str]:
         log = run_log(site, "down")
         rows = [json.loads(line) for line in out.read_text().splitlines()]
         start = min(e["t_arrival"] for e in log)
-        done = max(_iso(r["checked_at"]) for r in rows if f"{FAULTY}:" in r["url"])
+        done = max(parse_utc_iso(r["checked_at"]) for r in rows if f"{FAULTY}:" in r["url"])
         ladders = 2 * (1 + 2 + 4)
         skipped = sum(1 for r in rows if r["error"] == "host_unavailable")
         sent = sum(1 for e in log if e["host"] == FAULTY)

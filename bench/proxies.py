@@ -35,6 +35,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.processes import crawl_argv, project_env  # noqa: E402
 from tests.servers.proxylauncher import ProxyServer, running_proxies  # noqa: E402
 from urlcheck import settings as project_settings  # noqa: E402
 from urlcheck.demo.launcher import SiteServer  # noqa: E402
@@ -78,13 +79,11 @@ def write_csv(path: Path, urls: list[str]) -> Path:
 
 def crawl(csv_path: Path, out: Path, settings: dict[str, str], timeout: float = 300) -> float:
     """Run ``scrapy crawl check``; returns the wall time in seconds."""
-    args = [sys.executable, "-m", "scrapy", "crawl", "check"]
-    args += ["-a", f"csv={csv_path}", "-a", f"out={out}", "-s", "LOG_LEVEL=WARNING"]
-    for name, value in settings.items():
-        args += ["-s", f"{name}={value}"]
-    start = time.monotonic()
-    subprocess.run(args, cwd=REPO, check=True, timeout=timeout)
-    return time.monotonic() - start
+    settings_ = ["LOG_LEVEL=WARNING", *(f"{name}={value}" for name, value in settings.items())]
+    argv = crawl_argv("-a", f"csv={csv_path}", "-a", f"out={out}", settings=settings_)
+    began = time.monotonic()
+    subprocess.run(argv, cwd=REPO, env=project_env(), check=True, timeout=timeout)
+    return time.monotonic() - began
 
 
 def read_results(path: Path) -> list[dict[str, Any]]:

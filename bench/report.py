@@ -32,6 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench._proc import RssSampler  # noqa: E402
+from tests.processes import job_argv, start  # noqa: E402
 from urlcheck.check.hops import RowTask, hop  # noqa: E402
 from urlcheck.check.result import Result, build_result  # noqa: E402
 from urlcheck.check.verdict import VerdictRules  # noqa: E402
@@ -101,12 +102,7 @@ def generate(path: Path, rows: int, *, seed: int, change: float = 0.0) -> None:
 
 def run(args: list[str]) -> tuple[float, float, int]:
     started = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "job", *args],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    process = start(job_argv(*args), stderr=subprocess.PIPE)
     with RssSampler(process) as sampler:
         process.wait()
     seconds = time.perf_counter() - started

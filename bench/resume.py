@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,13 +32,16 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench._proc import RssSampler  # noqa: E402
+from tests.processes import crawl_argv, start  # noqa: E402
 from urlcheck.check.hops import RowTask, hop  # noqa: E402
 from urlcheck.check.result import build_result  # noqa: E402
 from urlcheck.check.verdict import VerdictRules  # noqa: E402
+from urlcheck.clock import utc_iso  # noqa: E402
 from urlcheck.demo.launcher import SiteServer  # noqa: E402
+from urlcheck.input.csvfile import sha256_file  # noqa: E402
 from urlcheck.jobs.counts import Counts  # noqa: E402
 from urlcheck.jobs.done import scan_results  # noqa: E402
-from urlcheck.jobs.files import INPUT_COPY, JobMeta, JobState, sha256_file, utc_iso  # noqa: E402
+from urlcheck.jobs.files import INPUT_COPY, JobMeta, JobState  # noqa: E402
 
 HOSTS = [f"127.0.0.{i}" for i in range(10, 60)]
 FIRST_REQUEST_TARGET = 10.0  # seconds
@@ -146,23 +148,15 @@ def run(args: argparse.Namespace, workdir: Path) -> list[str]:
             f"({results.stat().st_size / 1e6:.0f} MB, {done} rows done)",
             flush=True,
         )
-        command = [
-            sys.executable,
-            "-m",
-            "scrapy",
-            "crawl",
-            "check",
+        command = crawl_argv(
             "-a",
             f"csv={csv}",
-            "-s",
-            f"JOBDIR={jobdir}",
-            "-s",
-            f"CLOSESPIDER_TIMEOUT={CLOSESPIDER_TIMEOUT}",
-        ]
+            settings=[f"JOBDIR={jobdir}", f"CLOSESPIDER_TIMEOUT={CLOSESPIDER_TIMEOUT}"],
+        )
         print(f"command (cwd {REPO}): {' '.join(command)}", flush=True)
         log = workdir / "crawl.log"
         with log.open("wb") as err:
-            process = subprocess.Popen(command, cwd=REPO, stderr=err)
+            process = start(command, stdout=None, stderr=err)
             with RssSampler(process) as sampler:
                 code = process.wait(CLOSESPIDER_TIMEOUT + 600)
         started, samples = sampler.started, sampler.samples

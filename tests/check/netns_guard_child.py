@@ -19,6 +19,7 @@ from urllib.parse import quote
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from tests.processes import crawl_argv, run  # noqa: E402
 from urlcheck.demo.launcher import SiteServer  # noqa: E402
 
 PUBLIC = "93.184.216.34"  # a global address, here only on this namespace's lo
@@ -49,18 +50,10 @@ def crawl(tmp: Path, name: str, rows: list[Row], *settings: str) -> list[dict[st
     csv = tmp / f"{name}.csv"
     csv.write_text("url,id\n" + "".join(f"{url},{key}\n" for key, url in rows), encoding="utf-8")
     out = tmp / f"{name}.jsonl"
-    args = [sys.executable, "-m", "scrapy", "crawl", "check"]
-    args += ["-a", f"csv={csv}", "-a", f"out={out}"]
-    for setting in (
-        "LOG_LEVEL=WARNING",
-        "DOWNLOAD_DELAY=0",
-        "AUTOTHROTTLE_ENABLED=False",
-        "RETRY_TIMES=0",
-        "DOWNLOAD_TIMEOUT=5",
-        *settings,
-    ):
-        args += ["-s", setting]
-    subprocess.run(args, cwd=REPO, check=False, timeout=120)
+    quick = ["LOG_LEVEL=WARNING", "DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False"]
+    quick += ["RETRY_TIMES=0", "DOWNLOAD_TIMEOUT=5"]
+    done = run(crawl_argv("-a", f"csv={csv}", "-a", f"out={out}", settings=(*quick, *settings)))
+    sys.stderr.write(done.stderr)  # as if it had run in the foreground
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
 
 

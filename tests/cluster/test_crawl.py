@@ -7,22 +7,20 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
-import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import redis
 
+from tests.cluster.crawls import assert_each_row_once, coordinator, crawl, result_rows
+from tests.processes import crawl_argv, run, scrapy_job
 from tests.redisserver import RedisServer
 from tests.sitefixture import SiteServer, host_stats
 
 pytestmark = pytest.mark.crawl
 
-REPO = Path(__file__).resolve().parents[2]
 HOSTS = ("127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5")
 # Short leases so a killed worker's rows come back within seconds (TTL = 4 + 5 s).
 FAST_LEASES = (
@@ -43,52 +41,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SiteServer]:
 def server() -> Iterator[RedisServer]:
     with RedisServer() as srv:
         yield srv
-
-
-def crawl(
-    tmp: Path, name: str, job: str, url: str, *args: str, settings: tuple[str, ...] = ()
-) -> subprocess.Popen[bytes]:
-    command = [
-        sys.executable,
-        "-m",
-        "scrapy",
-        "crawl",
-        "check",
-        "-a",
-        f"job={job}",
-        "-s",
-        f"REDIS_URL={url}",
-        "-s",
-        "LOG_LEVEL=INFO",
-        "-s",
-        f"LOG_FILE={tmp / name}.log",
-    ]
-    for setting in settings:
-        command += ["-s", setting]
-    return subprocess.Popen(
-        [*command, *args], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-
-
-def coordinator(
-    tmp: Path,
-    job: str,
-    url: str,
-    csv: Path,
-    *,
-    settings: tuple[str, ...] = (),
-    name: str = "coordinator",
-) -> subprocess.Popen[bytes]:
-    return crawl(
-        tmp, name, job, url, "-a", f"csv={csv}", "-s", f"JOBDIR={tmp / 'job'}", settings=settings
-    )
-
-
-def result_rows(tmp: Path) -> list[int]:
-    path = tmp / "job" / "results.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line)["row"] for line in path.read_text().splitlines() if line.endswith("}")]
 
 
 def wait_for(condition: Callable[[], object], timeout: float = 60.0) -> None:
@@ -144,12 +96,6 @@ def assert_polite(site: SiteServer, since: float) -> None:
     assert {h: s.max_in_flight for h, s in stats.items()} == dict.fromkeys(stats, 1)
     assert sum(s.rejected for s in stats.values()) == 0
     assert min(s.min_gap for s in stats.values() if s.min_gap is not None) >= 0.3
-
-
-def assert_each_row_once(tmp: Path, total: int) -> None:
-    rows = result_rows(tmp)
-    assert [row for row, n in Counter(rows).items() if n > 1] == []
-    assert sorted(rows) == list(range(1, total + 1))
 
 
 def test_workers_started_first_wait_then_share_the_job_politely(
@@ -283,33 +229,12 @@ def test_a_frozen_redis_pauses_dispatch_and_nothing_is_lost(
 def test_distributed_mode_needs_a_job_name_and_workers_need_redis(tmp_path: Path) -> None:
     csv = tmp_path / "urls.csv"
     csv.write_text("url\nhttp://127.0.0.2/\n")
-    base = [sys.executable, "-m", "scrapy", "crawl", "check"]
-    out = subprocess.run(
-        [*base, "-a", f"csv={csv}", "-s", "REDIS_URL=redis://127.0.0.1:1/0"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    out = run(crawl_argv("-a", f"csv={csv}", settings=["REDIS_URL=redis://127.0.0.1:1/0"]))
     assert out.returncode == 2
     assert "name the job with -a job=NAME" in out.stderr
-    out = subprocess.run(
-        [*base, "-a", "job=x"], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
-    )
+    out = run(crawl_argv("-a", "job=x"))
     assert out.returncode == 2
     assert "needs -s REDIS_URL" in out.stderr
-
-
-def scrapy_job(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "job", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_job_commands_reach_the_whole_cluster(
@@ -337,27 +262,14 @@ def test_job_commands_reach_the_whole_cluster(
     as_json = json.loads(scrapy_job("status", jobdir, "--json").stdout)
     assert {w["pid"] for w in as_json["cluster"]["workers"]} == {worker.pid, coord.pid}
     # A second coordinator for the running job, from another job directory, is refused.
-    second = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scrapy",
-            "crawl",
-            "check",
+    second = run(
+        crawl_argv(
             "-a",
             "job=ctl",
             "-a",
             f"csv={csv}",
-            "-s",
-            f"REDIS_URL={server.url}",
-            "-s",
-            f"JOBDIR={tmp_path / 'other'}",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+            settings=[f"REDIS_URL={server.url}", f"JOBDIR={tmp_path / 'other'}"],
+        )
     )
     assert second.returncode == 6
     assert "job 'ctl' already has a coordinator" in second.stderr

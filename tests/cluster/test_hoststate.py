@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.test_crawl import coordinator, crawl
+from tests.cluster.crawls import coordinator, crawl
 from tests.redisserver import RedisServer
 from tests.sitefixture import SiteServer
 

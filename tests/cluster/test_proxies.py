@@ -7,9 +7,7 @@ forward proxies, with a private redis-server."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -17,7 +15,8 @@ import pytest
 import redis
 from scrapy.settings import Settings
 
-from tests.cluster.test_crawl import REPO, assert_each_row_once
+from tests.cluster.crawls import assert_each_row_once
+from tests.cluster.crawls import crawl as cluster_crawl
 from tests.redisserver import RedisServer
 from tests.sitefixture import ProxyServer, SiteServer, running_proxies
 from urlcheck.config.proxies import ProxySettings
@@ -68,15 +67,9 @@ def net(tmp_path: Path) -> Iterator[tuple[SiteServer, Sequence[ProxyServer], Red
 
 
 def crawl(tmp: Path, name: str, redis_url: str, *args: str) -> subprocess.Popen[bytes]:
-    """`scrapy crawl check` of job `pooled`, run in `tmp`: a worker writes its pool snapshot
+    """``scrapy crawl check`` of job ``pooled``, run in ``tmp``: a worker writes its pool snapshot
     (proxies.json) in its working directory."""
-    shutil.copy(REPO / "scrapy.cfg", tmp / "scrapy.cfg")
-    command = [sys.executable, "-m", "scrapy", "crawl", "check", "-a", "job=pooled"]
-    for setting in (f"REDIS_URL={redis_url}", "LOG_LEVEL=INFO", f"LOG_FILE={tmp / name}.log"):
-        command += ["-s", setting]
-    return subprocess.Popen(
-        [*command, *args], cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    return cluster_crawl(tmp, name, "pooled", redis_url, *args, cwd=tmp)
 
 
 @pytest.mark.crawl

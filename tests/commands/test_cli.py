@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 import time
@@ -14,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests import processes
+from tests.processes import REPO, scrapy_argv
 from urlcheck import cli
 from urlcheck.cli import check_argv
 from urlcheck.jobs.lock import JobLock
@@ -21,14 +24,13 @@ from urlcheck.jobs.lock import JobLock
 if TYPE_CHECKING:
     from tests.sitefixture import SiteServer
 
-REPO = Path(__file__).resolve().parents[2]
 COMMANDS = sorted(
     p.stem for p in (REPO / "urlcheck" / "commands").glob("*.py") if p.stem not in ("__init__",)
 )
 
 
 def scrapy(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return run([sys.executable, "-m", "scrapy", *args], cwd)
+    return run(scrapy_argv(*args), cwd)
 
 
 def urlcheck(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -41,7 +43,8 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, check=False, cwd=cwd, capture_output=True, text=True, timeout=120)
+    """``argv`` as a user runs it: no project environment, only the directory it is run in."""
+    return processes.run(argv, cwd=cwd, env=os.environ)
 
 
 @pytest.mark.parametrize(
@@ -215,7 +218,7 @@ def test_a_cancelled_check_is_exit_code_5(site: SiteServer, tmp_path: Path) -> N
     (tmp_path / "urls.csv").write_text(f"url\n{urls}", encoding="utf-8")
     argv = [sys.executable, "-m", "urlcheck", "check", "urls.csv", "--jobdir", "job", "-L", "INFO"]
     with (tmp_path / "err.txt").open("wb") as err:
-        crawl = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err)
+        crawl = processes.start(argv, cwd=tmp_path, env=os.environ, stderr=err)
     try:
         deadline = time.monotonic() + 60
         while not _results_lines(tmp_path / "job" / "results.jsonl"):  # it is checking

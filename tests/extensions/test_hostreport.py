@@ -11,9 +11,9 @@ import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests.conftest import crawl, write_csv
-from urlcheck.commands.job import run_report
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.reports.build import build_report
+from urlcheck.reports.run import run_report
 
 pytestmark = pytest.mark.crawl
 

@@ -19,9 +19,9 @@ from scrapy.utils.test import get_crawler
 
 from tests.conftest import FAST, crawl, project_settings, write_csv
 from tests.sitefixture import ProxyServer, SiteServer, running_proxies
+from urlcheck.check.result import status_class
 from urlcheck.config.crawlconfig import ConfigError, MetricsConfig
 from urlcheck.extensions.metrics import Metrics
-from urlcheck.jobs.counts import status_class
 
 
 def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from urlcheck.input import csvfile as csvinput
-from urlcheck.input.csvfile import CsvSource, InputError, Record
+from urlcheck.input import csvfile
+from urlcheck.input.csvfile import CsvSource, InputError, Record, sha256_file
 
 
 def write(tmp_path: Path, data: bytes, name: str = "urls.csv") -> Path:
@@ -426,7 +426,7 @@ def test_nul_after_the_sample_keeps_its_row(tmp_path: Path) -> None:
 def test_line_over_the_line_limit_is_skipped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bom: bytes, codec: str
 ) -> None:
-    monkeypatch.setattr(csvinput, "_MAX_LINE", 5000)
+    monkeypatch.setattr("urlcheck.input.lines.MAX_LINE", 5000)
     text = "url,note\nhttps://a.example/,1\n" + "y" * 20_000 + "\r\nhttps://b.example/,2\n"
     data = bom + text.encode(codec)
     _, records = load(write(tmp_path, data))
@@ -540,6 +540,13 @@ def test_checksum_is_sha256_of_the_bytes(tmp_path: Path) -> None:
     assert CsvSource(write(tmp_path, data)).checksum() == hashlib.sha256(data).hexdigest()
 
 
+def test_sha256_file_reads_a_big_file_in_chunks(tmp_path: Path) -> None:
+    path = tmp_path / "in.csv"
+    data = b"url\nhttp://a/\n" * 300_000  # several read chunks
+    path.write_bytes(data)
+    assert sha256_file(path) == hashlib.sha256(data).hexdigest()
+
+
 # --- bad files ---
 
 UNREADABLE = "unreadable text encoding"
@@ -645,7 +652,7 @@ def test_unreadable_file(tmp_path: Path) -> None:
         text=True,
         check=True,
         timeout=60,
-        cwd=Path(csvinput.__file__).parents[2],
-        env={**os.environ, "PYTHONPATH": str(Path(csvinput.__file__).parents[2])},
+        cwd=Path(csvfile.__file__).parents[2],
+        env={**os.environ, "PYTHONPATH": str(Path(csvfile.__file__).parents[2])},
     )
     assert run.stdout.strip() == f"{path}: permission denied"

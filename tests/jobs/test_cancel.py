@@ -12,16 +12,16 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
-from tests.jobs.test_e2e import (
+from tests.jobs.crawls import (
     HOSTS,
     Crawl,
     assert_no_duplicates,
     meta_of,
     read_results,
     requested_rows,
-    scrapy_job,
     write_rows,
 )
+from tests.processes import scrapy_job
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import JobState
 

@@ -3,16 +3,15 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-from urlcheck.commands.job import run_job_command
+from tests.processes import scrapy_job
+from urlcheck.clock import utc_iso
 from urlcheck.jobs.exitcodes import ExitCode
-from urlcheck.jobs.files import Control, ControlAction, JobMeta, JobState, utc_iso
+from urlcheck.jobs.files import Control, ControlAction, JobMeta, JobState
 from urlcheck.jobs.lock import JobLock, lock_holder
+from urlcheck.jobs.steer import steer
 
-ROOT = Path(__file__).resolve().parents[2]
 NOW = 1_700_000_000.0
 
 
@@ -34,7 +33,7 @@ def run(
 ) -> tuple[ExitCode, str, str]:
     out, err = io.StringIO(), io.StringIO()
     ticks = iter(clock + i for i in range(1000))  # every read of the clock is a second later
-    code = run_job_command(
+    code = steer(
         action,
         jobdir,
         as_json=as_json,
@@ -129,19 +128,6 @@ def test_cancel_of_a_stopped_job_marks_it_cancelled(tmp_path: Path) -> None:
     assert lock_holder(tmp_path) is None
     code, out, _ = run("cancel", tmp_path)
     assert code is ExitCode.FINISHED and "already cancelled" in out
-
-
-def scrapy_job(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SCRAPY_SETTINGS_MODULE": "urlcheck.settings"}
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "job", *args],
-        cwd=cwd,
-        env=env,
-        text=True,
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def test_the_scrapy_command(tmp_path: Path) -> None:

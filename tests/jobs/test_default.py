@@ -10,18 +10,21 @@ real ``scrapy crawl check`` processes run from a directory of their own:
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.jobs.test_e2e import SETTINGS, assert_exact, make_csv, read_results
+from tests.jobs.crawls import (
+    Run,
+    assert_exact,
+    make_csv,
+    read_results,
+    wait_lines,
+)
+from tests.processes import scrapy_job
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import JobMeta, JobState
 from urlcheck.jobs.place import default_jobdir
@@ -30,49 +33,6 @@ if TYPE_CHECKING:
     from tests.sitefixture import SiteServer
 
 pytestmark = pytest.mark.crawl
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def project_env() -> dict[str, str]:
-    """The environment that makes any directory a urlcheck project directory."""
-    env = {**os.environ, "SCRAPY_SETTINGS_MODULE": "urlcheck.settings"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    return env
-
-
-class Run:
-    """``scrapy crawl check ARGS`` run from ``cwd`` (outside the project checkout)."""
-
-    def __init__(self, cwd: Path, *args: str) -> None:
-        env = project_env()
-        command = [sys.executable, "-m", "scrapy", "crawl", "check", *args]
-        for setting in SETTINGS:
-            command += ["-s", setting]
-        logs = cwd / "logs"
-        logs.mkdir(exist_ok=True)
-        self.err_path = logs / f"run-{len(list(logs.iterdir()))}.err"
-        with self.err_path.open("wb") as err:
-            self.process = subprocess.Popen(command, cwd=cwd, env=env, stderr=err)
-
-    def wait(self, timeout: float = 60.0) -> int:
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise AssertionError(f"no exit within {timeout} s:\n{self.stderr()[-3000:]}") from None
-
-    def stderr(self) -> str:
-        return self.err_path.read_text(encoding="utf-8", errors="replace")
-
-
-def wait_lines(path: Path, count: int, run: Run, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists() or path.read_bytes().count(b"\n") < count:
-        assert run.process.poll() is None, run.stderr()[-3000:]
-        assert time.monotonic() < deadline, f"{path}: fewer than {count} lines"
-        time.sleep(0.02)
 
 
 def test_a_run_without_jobdir_is_a_job_and_the_same_command_resumes(
@@ -94,15 +54,7 @@ def test_a_run_without_jobdir_is_a_job_and_the_same_command_resumes(
     assert meta is not None and meta.state is JobState.PAUSED
     done = len(read_results(results))
     # `scrapy job status` takes the CSV for its default job.
-    status = subprocess.run(
-        [sys.executable, "-m", "scrapy", "job", "status", "urls.csv"],
-        cwd=work,
-        env=project_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    status = scrapy_job("status", "urls.csv", cwd=work)
     assert status.returncode == ExitCode.FINISHED, status.stderr
     assert f"job {jobdir}: paused" in status.stdout and f"{done:,} / {rows}" in status.stdout
 

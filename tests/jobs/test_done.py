@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from urlcheck.jobs.counts import Counts, status_class
+from urlcheck.check.result import status_class
+from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.done import DoneRows, dropped_path, scan_results
 
 

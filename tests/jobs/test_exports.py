@@ -12,8 +12,15 @@ from xml.etree import ElementTree
 
 import pytest
 
-from tests.jobs.test_default import Run, wait_lines
-from tests.jobs.test_e2e import assert_exact, make_csv, read_results, row_url, write_rows
+from tests.jobs.crawls import (
+    Run,
+    assert_exact,
+    make_csv,
+    read_results,
+    row_url,
+    wait_lines,
+    write_rows,
+)
 from urlcheck.jobs.exitcodes import ExitCode
 
 if TYPE_CHECKING:

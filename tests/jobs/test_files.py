@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -17,21 +16,9 @@ from urlcheck.jobs.files import (
     JobMeta,
     JobState,
     atomic_write_json,
-    parse_utc_iso,
     read_json,
-    sha256_file,
-    utc_iso,
     write_control,
 )
-
-
-def test_utc_iso_round_trip() -> None:
-    assert utc_iso(0) == "1970-01-01T00:00:00.000Z"
-    assert utc_iso(1_700_000_000.25) == "2023-11-14T22:13:20.250Z"
-    assert parse_utc_iso("2023-11-14T22:13:20.250Z") == 1_700_000_000.25
-    assert parse_utc_iso("2023-11-14T23:13:20+01:00") == 1_700_000_000.0
-    with pytest.raises(ValueError, match="time zone"):
-        parse_utc_iso("2023-11-14T22:13:20")
 
 
 def test_atomic_write_replaces_and_leaves_no_temporary_file(tmp_path: Path) -> None:
@@ -57,13 +44,6 @@ def test_read_json_missing_and_broken(tmp_path: Path) -> None:
     broken.write_text('{"a": ', encoding="utf-8")
     with pytest.raises(JobFileError, match=r"broken\.json is not valid JSON"):
         read_json(broken)
-
-
-def test_sha256_file(tmp_path: Path) -> None:
-    path = tmp_path / "in.csv"
-    data = b"url\nhttp://a/\n" * 300_000  # several read chunks
-    path.write_bytes(data)
-    assert sha256_file(path) == hashlib.sha256(data).hexdigest()
 
 
 def full_meta() -> JobMeta:

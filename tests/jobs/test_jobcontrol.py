@@ -21,16 +21,17 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from urlcheck.check.result import Result
-from urlcheck.commands.job import run_job_command
+from urlcheck.clock import parse_utc_iso
 from urlcheck.config.crawlconfig import ConfigError, JobControlConfig
 from urlcheck.crawl.runtime import runtime
 from urlcheck.extensions.jobcontrol import JobControl
 from urlcheck.jobs.context import JobContext
 from urlcheck.jobs.done import DoneRows
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
-from urlcheck.jobs.files import ControlAction, JobMeta, JobState, parse_utc_iso, write_control
+from urlcheck.jobs.files import ControlAction, JobMeta, JobState, write_control
 from urlcheck.jobs.lock import JobLock, lock_holder
 from urlcheck.jobs.resultsfile import ResultsPlan
+from urlcheck.jobs.steer import steer
 from urlcheck.signals import wait_while_paused
 
 if TYPE_CHECKING:
@@ -182,7 +183,7 @@ def load(jobdir: Path) -> JobMeta:
 
 def command(action: str, jobdir: Path, **kwargs: Any) -> tuple[ExitCode, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = run_job_command(action, jobdir, out=out, err=err, **kwargs)
+    code = steer(action, jobdir, out=out, err=err, **kwargs)
     return code, out.getvalue() + err.getvalue()
 
 

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.jobs.test_e2e import Crawl, assert_no_duplicates, make_csv, read_results, scrapy_job
+from tests.jobs.crawls import (
+    Crawl,
+    assert_no_duplicates,
+    make_csv,
+    read_results,
+)
+from tests.processes import scrapy_job
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import JobMeta
 

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from urlcheck.input.csvfile import sha256_file
 from urlcheck.jobs.errors import InputMismatchError
-from urlcheck.jobs.files import META_FILE, JobMeta, JobState, sha256_file
+from urlcheck.jobs.files import META_FILE, JobMeta, JobState
 from urlcheck.jobs.prepare import check_input, free_name, prepare_job
 
 NOW = 1_700_000_000.0

@@ -12,8 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.jobs.test_default import Run
-from tests.jobs.test_e2e import assert_exact, requested_rows, row_url, write_rows
+from tests.jobs.crawls import (
+    Run,
+    assert_exact,
+    requested_rows,
+    row_url,
+    write_rows,
+)
 from tests.sitefixture import SiteServer, unused_port
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import JobMeta, JobState

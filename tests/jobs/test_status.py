@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from urlcheck.clock import utc_iso
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
-from urlcheck.jobs.files import BackoffHost, JobMeta, JobState, utc_iso
+from urlcheck.jobs.files import BackoffHost, JobMeta, JobState
 from urlcheck.jobs.progress import Heartbeat, RunRate
 from urlcheck.jobs.status import (
     STUCK_AFTER_SECONDS,

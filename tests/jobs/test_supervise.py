@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -17,7 +16,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.jobs.test_e2e import SETTINGS, assert_exact, make_csv, row_url, write_rows
+from tests.jobs.crawls import (
+    SETTINGS,
+    assert_exact,
+    make_csv,
+    row_url,
+    write_rows,
+)
+from tests.processes import Process, job_argv
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import JobMeta, JobState
 from urlcheck.jobs.lock import lock_holder
@@ -27,28 +33,11 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.crawl
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-class Supervisor:
-    def __init__(self, jobdir: Path, *options: str, crawl: tuple[str, ...] = ()) -> None:
-        command = [sys.executable, "-m", "scrapy", "job", "run", str(jobdir), *options]
-        for setting in SETTINGS:
-            command += ["-s", setting]
-        self.err_path = jobdir.parent / f"supervisor-{time.monotonic_ns()}.err"
-        with self.err_path.open("wb") as err:
-            self.process = subprocess.Popen([*command, "--", *crawl], cwd=ROOT, stderr=err)
-
-    def wait(self, timeout: float = 120.0) -> int:
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise AssertionError(f"no exit within {timeout} s:\n{self.stderr()[-4000:]}") from None
-
-    def stderr(self) -> str:
-        return self.err_path.read_text(encoding="utf-8", errors="replace")
+def supervise(jobdir: Path, *options: str, crawl: tuple[str, ...] = ()) -> Process:
+    """``scrapy job run JOBDIR OPTIONS -- CRAWL``, its logs beside the job directory."""
+    argv = job_argv("run", jobdir, *options, settings=SETTINGS)
+    return Process([*argv, "--", *crawl], logs=jobdir.parent / "logs", name="supervisor")
 
 
 def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
@@ -69,18 +58,18 @@ def test_kill_9_of_the_crawl_is_restarted_and_the_job_completes(
     csv = make_csv(tmp_path / "in.csv", site, "supervise-kill", rows)
     jobdir = tmp_path / "job"
     results = jobdir / "results.jsonl"
-    supervisor = Supervisor(jobdir, "--restart-delay", "0.2", crawl=("-a", f"csv={csv}"))
+    supervisor = supervise(jobdir, "--restart-delay", "0.2", crawl=("-a", f"csv={csv}"))
     wait_for(lambda: lines(results) >= 15, "15 result lines")
     child = lock_holder(jobdir)
     assert child and child != supervisor.process.pid
     os.kill(child, signal.SIGKILL)
     # A second supervisor on the same job while the first one runs it: refused.
     wait_for(lambda: lock_holder(jobdir) not in (None, child), "the restarted crawl")
-    second = Supervisor(jobdir, crawl=("-a", f"csv={csv}"))
-    assert second.wait() == ExitCode.LOCKED, second.stderr()[-3000:]
+    second = supervise(jobdir, crawl=("-a", f"csv={csv}"))
+    assert second.wait(120.0) == ExitCode.LOCKED, second.stderr()[-3000:]
     assert "is in use by process" in second.stderr()
 
-    assert supervisor.wait() == ExitCode.FINISHED, supervisor.stderr()[-4000:]
+    assert supervisor.wait(120.0) == ExitCode.FINISHED, supervisor.stderr()[-4000:]
     stderr = supervisor.stderr()
     assert "the crawl died of SIGKILL; restarting" in stderr, stderr[-4000:]
     assert_exact(results, rows)
@@ -96,7 +85,7 @@ def test_a_stuck_crawl_is_stopped_restarted_and_given_up_on(
     urls.append(row_url(site, "supervise-stuck", rows, "/hang"))  # never answers
     csv = write_rows(tmp_path / "in.csv", urls)
     jobdir = tmp_path / "job"
-    supervisor = Supervisor(
+    supervisor = supervise(
         jobdir,
         "--restart-delay",
         "0.2",
@@ -112,7 +101,7 @@ def test_a_stuck_crawl_is_stopped_restarted_and_given_up_on(
         "DOWNLOAD_TIMEOUT=600",
         crawl=("-a", f"csv={csv}"),
     )
-    assert supervisor.wait() == ExitCode.GAVE_UP, supervisor.stderr()[-4000:]
+    assert supervisor.wait(120.0) == ExitCode.GAVE_UP, supervisor.stderr()[-4000:]
     stderr = supervisor.stderr()
     assert stderr.count("stuck, no activity for") == 2, stderr[-4000:]
     assert "restarting in" in stderr and "giving up" in stderr

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -18,6 +17,7 @@ from scrapy.exceptions import DropItem, IgnoreRequest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests.conftest import crawl, project_settings, write_csv
+from tests.processes import crawl_argv, run
 from tests.sitefixture import SiteServer
 from urlcheck.commands.crawl import exit_code
 from urlcheck.jobs.exitcodes import ExitCode
@@ -25,7 +25,6 @@ from urlcheck.spiders.check import CheckSpider
 
 pytestmark = pytest.mark.crawl
 
-REPO = Path(__file__).resolve().parents[2]
 # One request in flight per host (the back-off and the circuit are about a host's sequence),
 # no delay or AutoThrottle so the tests take the back-off time and little else.
 SEQUENTIAL = {
@@ -170,21 +169,16 @@ async def test_a_429_raises_the_hosts_delay_for_the_rest_of_the_run(strict_site,
 
 def _crawl_in_child(csv: Path, out: Path, *settings: str) -> int:
     """Peak RSS (MiB) of a ``scrapy crawl check`` process, measured by a parent of its own."""
-    args = [sys.executable, "-m", "scrapy", "crawl", "check", "-a", f"csv={csv}"]
-    args += ["-a", f"out={out}", "-s", "LOG_LEVEL=WARNING", *[f"-s{s}" for s in settings]]
+    args = crawl_argv(
+        "-a", f"csv={csv}", "-a", f"out={out}", settings=["LOG_LEVEL=WARNING", *settings]
+    )
     probe = (
         "import resource, subprocess, sys\n"
         "subprocess.run(sys.argv[1:], check=True)\n"
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe, *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
+    done = run([sys.executable, "-c", probe, *args], timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
     return int(done.stdout.strip().splitlines()[-1])
 
 

@@ -8,9 +8,7 @@ never showing the password; and a real distributed crawl through loopback proxie
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,8 +16,8 @@ from typing import Any
 import pytest
 from scrapy.settings import Settings
 
-from tests.cluster.test_crawl import REPO, scrapy_job
 from tests.conftest import project_settings
+from tests.processes import crawl_argv, run, scrapy_job
 from tests.redisserver import RedisServer
 from tests.sitefixture import ProxyServer, SiteServer
 from urlcheck.cluster.config import ClusterConfig
@@ -173,15 +171,7 @@ def test_an_unreachable_store_is_left_to_the_crawl() -> None:
 
 
 def scrapy_crawl(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    shutil.copy(REPO / "scrapy.cfg", tmp / "scrapy.cfg")
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "check", *args],
-        cwd=tmp,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run(crawl_argv(*args), cwd=tmp)
 
 
 @pytest.mark.crawl

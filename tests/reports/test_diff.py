@@ -6,11 +6,11 @@ import io
 import json
 from pathlib import Path
 
-from tests.jobs.test_command import scrapy_job
+from tests.processes import scrapy_job
 from tests.reports.reportrows import result, write_results
-from urlcheck.commands.job import DIFF_REGRESSED, run_diff
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.reports.diff import DiffSummary, RowChange, diff, regressions
+from urlcheck.reports.run import DIFF_REGRESSED, run_diff
 
 
 def _old_and_new(tmp_path: Path) -> tuple[Path, Path]:

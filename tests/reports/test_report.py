@@ -7,14 +7,14 @@ import io
 import json
 import re
 
-from tests.jobs.test_command import scrapy_job
+from tests.processes import scrapy_job
 from tests.reports.reportrows import result, write_results
-from urlcheck.commands.job import run_report
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.reports.aggregate import Aggregate
 from urlcheck.reports.build import build_report, output_format
 from urlcheck.reports.html import render_html
 from urlcheck.reports.markdown import render_markdown
+from urlcheck.reports.run import run_report
 
 
 def _hop(url, status, ms=10, kind=None):

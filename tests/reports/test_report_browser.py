@@ -15,7 +15,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests.chromium import CHROMEDRIVER, CHROMIUM, MISSING, chromium
 from tests.conftest import FAST, crawl, write_csv
-from urlcheck.jobs.counts import status_class
+from urlcheck.check.result import status_class
 from urlcheck.reports.build import write_report
 
 pytestmark = pytest.mark.crawl

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.jobs.test_e2e import assert_exact
+from tests.jobs.crawls import assert_exact
 from tests.serve.conftest import Poller
 from tests.sitefixture import SiteServer, host_stats
 from urlcheck.jobs.lock import lock_holder

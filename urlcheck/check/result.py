@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, fields
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from urlcheck.check.verdict import VerdictRules, judge
+from urlcheck.clock import utc_iso
 
 if TYPE_CHECKING:
     from urlcheck.check.hops import Hop, RowTask
@@ -74,13 +75,27 @@ _EMPTY: dict[str, Any] = {
 }
 
 
+# What a result is counted under by its final status (jobs' counts, reports, metrics).
+STATUS_CLASSES: tuple[str, ...] = ("2xx", "3xx", "4xx", "5xx", "other", "error")
+
+
+def status_class(final_status: int | None) -> str:
+    """The class a result is counted under.
+
+    ``error`` means the chain did not end in a response (network error, loop, bad location, too
+    many hops): results.jsonl has ``final_status: null`` exactly then. Codes outside 200-599
+    (LinkedIn's 999, a stray 1xx) are ``other`` rather than being passed off as errors.
+    """
+    if final_status is None:
+        return "error"
+    if 200 <= final_status <= 599:
+        return f"{final_status // 100}xx"
+    return "other"
+
+
 def hop_warnings(chain: list[Hop]) -> list[str]:
     """Every hop's warnings, once each, in chain order (the row's ``warnings`` lists them)."""
     return list(dict.fromkeys(w for entry in chain for w in entry.get("warnings", ())))
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def build_result(
@@ -133,7 +148,7 @@ def build_result(
         retries=retries,
         retry_after=retry_after,
         proxy=proxy,
-        checked_at=utc_now(),
+        checked_at=utc_iso(time.time()),
         input=task.extra,
     )
 

@@ -17,11 +17,11 @@ from urlcheck.cluster.connection import connect
 from urlcheck.cluster.errors import ClusterError, ClusterUnavailableError
 from urlcheck.cluster.job import ClusterJob, ClusterStatus, coordinator_beat, describe
 from urlcheck.cluster.pools import clean_own_pool
+from urlcheck.jobs.files import CLUSTER_FILE
 
 if TYPE_CHECKING:
     from urlcheck.config.reader import Settings
 
-CLUSTER_FILE = "cluster.json"
 # A running process renews every 5 s by default; this long without a word, it is reported silent.
 SILENT_AFTER = 30.0
 

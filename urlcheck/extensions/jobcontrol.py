@@ -21,18 +21,12 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
+from urlcheck.clock import utc_iso
 from urlcheck.crawl import internals
 from urlcheck.crawl.runtime import runtime
 from urlcheck.jobs.done import read_tail
 from urlcheck.jobs.errors import JobError
-from urlcheck.jobs.files import (
-    BackoffHost,
-    Control,
-    ControlAction,
-    JobMeta,
-    JobState,
-    utc_iso,
-)
+from urlcheck.jobs.files import BackoffHost, Control, ControlAction, JobMeta, JobState
 from urlcheck.jobs.progress import Heartbeat, RunRate
 from urlcheck.signals import job_paused, job_resumed
 

@@ -28,10 +28,9 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
-from urlcheck.check.result import Result
+from urlcheck.check.result import Result, status_class
 from urlcheck.crawl.runtime import Runtime, runtime
-from urlcheck.jobs.counts import status_class
-from urlcheck.proxypool.health import State
+from urlcheck.proxypool.rules.health import State
 from urlcheck.signals import proxy_acquired, proxy_released
 
 if TYPE_CHECKING:

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Self
 
 from scrapy import signals
 
-from urlcheck.check.result import Result
-from urlcheck.jobs.counts import status_class
+from urlcheck.check.result import Result, status_class
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -5,22 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-STATUS_CLASSES: tuple[str, ...] = ("2xx", "3xx", "4xx", "5xx", "other", "error")
+from urlcheck.check.result import STATUS_CLASSES, status_class
+
 VERDICTS: tuple[str, ...] = ("pass", "fail", "none")
-
-
-def status_class(final_status: int | None) -> str:
-    """The class a result is counted under.
-
-    ``error`` means the chain did not end in a response (network error, loop, bad location, too
-    many hops): results.jsonl has ``final_status: null`` exactly then. Codes outside 200-599
-    (LinkedIn's 999, a stray 1xx) are ``other`` rather than being passed off as errors.
-    """
-    if final_status is None:
-        return "error"
-    if 200 <= final_status <= 599:
-        return f"{final_status // 100}xx"
-    return "other"
 
 
 def verdict_key(verdict: str | None) -> str:

@@ -7,19 +7,18 @@ directory), so a reader or a crash never sees half a file.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from filelock import FileLock
 
+from urlcheck.clock import utc_iso
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.errors import JobFileError
 
@@ -33,23 +32,11 @@ CONTROL_FILE = "control.json"
 CONTROL_LOCK = "control.lock"
 RESULTS_FILE = "results.jsonl"
 INPUT_COPY = "input.csv"
+# Left by a distributed job's coordinator: the job's name and Redis (urlcheck.cluster.admin).
+CLUSTER_FILE = "cluster.json"
 META_VERSION = 1
 # A processing job with no sign of life for this long reads as stuck (URLCHECK_JOB_STUCK_AFTER).
 STUCK_AFTER_DEFAULT = 180.0
-
-
-def utc_iso(seconds: float) -> str:
-    """ISO 8601 UTC with milliseconds and a ``Z``, like results.jsonl's ``checked_at``."""
-    stamp = datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")
-    return stamp.replace("+00:00", "Z")
-
-
-def parse_utc_iso(text: str) -> float:
-    """Seconds since the epoch; raises ValueError for anything but a zoned ISO 8601 time."""
-    parsed = datetime.fromisoformat(text)
-    if parsed.tzinfo is None:
-        raise ValueError(f"{text!r} has no time zone")
-    return parsed.timestamp()
 
 
 def fsync_dir(directory: Path) -> None:
@@ -88,14 +75,6 @@ def read_json(path: Path) -> Any | None:
         return json.loads(text)
     except ValueError as exc:
         raise JobFileError(f"{path} is not valid JSON: {exc}") from exc
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as src:
-        while chunk := src.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class JobState(StrEnum):

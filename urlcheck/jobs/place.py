@@ -18,3 +18,8 @@ def default_jobdir(csv: Path | str, cwd: Path | None = None) -> Path:
     digest = hashlib.sha256(str(path).encode("utf-8", "surrogateescape")).hexdigest()[:8]
     stem = _UNSAFE.sub("_", path.stem).strip("._") or "input"
     return (cwd or Path.cwd()) / JOBS_HOME / f"{stem[:60]}-{digest}"
+
+
+def job_for(path: Path) -> Path:
+    """A job directory as given, or the default job of a CSV given instead."""
+    return default_jobdir(path) if path.is_file() else path

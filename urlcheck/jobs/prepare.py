@@ -18,10 +18,11 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from urlcheck.clock import parse_utc_iso, utc_compact, utc_iso
+from urlcheck.input.csvfile import sha256_file
 from urlcheck.jobs.context import JobContext, PausedHosts, no_paused_hosts
 from urlcheck.jobs.done import ResultsScan, dropped_path, scan_results
 from urlcheck.jobs.errors import InputMismatchError
@@ -31,9 +32,6 @@ from urlcheck.jobs.files import (
     RESULTS_FILE,
     JobMeta,
     fsync_dir,
-    parse_utc_iso,
-    sha256_file,
-    utc_iso,
 )
 from urlcheck.jobs.recheck import Recheck, rechecked_path, take_out
 
@@ -143,7 +141,7 @@ def _stamp(meta: JobMeta, now: float) -> str:
                 break
             except ValueError:
                 continue
-    return datetime.fromtimestamp(when, UTC).strftime("%Y%m%dT%H%M%SZ")
+    return utc_compact(when)
 
 
 def free_name(path: Path, stamp: str) -> Path:

@@ -9,11 +9,11 @@ is renamed aside, never overwritten.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from urlcheck.clock import utc_compact
 from urlcheck.jobs.done import DoneRows
 from urlcheck.jobs.prepare import PreparedJob, free_name, prepare_job
 
@@ -43,7 +43,7 @@ def plan_results(
         return ResultsPlan(job.results_path, job.scan.done, job, job.input_path)
     path = out or Path(RESULTS_FILE)
     if path.exists() and path.stat().st_size > 0:
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(path.stat().st_mtime))
+        stamp = utc_compact(path.stat().st_mtime)
         aside = free_name(path, stamp)
         path.rename(aside)
         logger.info("%s existed: kept it as %s; this run writes a new %s", path, aside, path)

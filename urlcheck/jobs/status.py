@@ -16,17 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from urlcheck.clock import parse_utc_iso, utc_iso
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.done import read_tail, scan_results
-from urlcheck.jobs.files import (
-    RESULTS_FILE,
-    STUCK_AFTER_DEFAULT,
-    BackoffHost,
-    JobMeta,
-    JobState,
-    parse_utc_iso,
-    utc_iso,
-)
+from urlcheck.jobs.files import RESULTS_FILE, STUCK_AFTER_DEFAULT, BackoffHost, JobMeta, JobState
 
 STUCK_AFTER_SECONDS = STUCK_AFTER_DEFAULT
 

@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from urlcheck.jobs.files import JobMeta, JobState, utc_iso
+from urlcheck.clock import utc_iso
+from urlcheck.jobs.files import JobMeta, JobState
 from urlcheck.jobs.lock import JobLock
 
 if TYPE_CHECKING:

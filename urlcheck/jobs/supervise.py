@@ -16,15 +16,18 @@ import contextlib
 import logging
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from urlcheck.clock import parse_utc_iso
 from urlcheck.jobs.errors import JobError
 from urlcheck.jobs.exitcodes import ExitCode
-from urlcheck.jobs.files import JobMeta, JobState, parse_utc_iso
+from urlcheck.jobs.files import JobMeta, JobState
 from urlcheck.jobs.lock import lock_holder
+from urlcheck.jobs.place import job_for
 from urlcheck.jobs.status import catch_up
 
 logger = logging.getLogger(__name__)
@@ -180,6 +183,40 @@ class Supervisor:
         if child.poll() is None:
             logger.warning("job %s: the crawl did not stop; killing it", self.jobdir)
             child.kill()
+
+
+def crawl_command(jobdir: Path, settings: Sequence[str], extra: Sequence[str]) -> list[str]:
+    """The ``scrapy crawl check`` a supervisor runs for ``jobdir``."""
+    command = [sys.executable, "-m", "scrapy", "crawl", "check", "--jobdir", str(jobdir)]
+    for setting in settings:
+        command += ["-s", setting]
+    return command + list(extra)
+
+
+def supervise(
+    jobdir: Path, settings: Sequence[str], extra: Sequence[str], config: SuperviseConfig
+) -> ExitCode:
+    """``scrapy job run``: supervise the job's crawl until it ends for good (docs/jobs.md).
+    ``jobdir`` may be a CSV: its default job, with the CSV for a first run. Logs to stderr and
+    passes SIGINT and SIGTERM on to the crawl."""
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s [urlcheck supervisor] %(levelname)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if jobdir.is_file():
+        extra = ["-a", f"csv={jobdir}", *extra]
+        jobdir = job_for(jobdir)
+    supervisor = Supervisor(jobdir, crawl_command(jobdir, settings, extra), config)
+    previous = {
+        signum: signal.signal(signum, lambda signum, _frame: supervisor.stop(signum))
+        for signum in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        return supervisor.run()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _describe(code: int) -> str:

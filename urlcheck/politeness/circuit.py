@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
+
+from urlcheck.clock import utc_iso
 
 if TYPE_CHECKING:
     from urlcheck.clock import Clock
@@ -62,7 +63,7 @@ class Unavailable:
             "last_error": self.last.error,
             "retry_after": self.last.retry_after,
             "tries_per_row": self.last.tries,
-            "since": datetime.fromtimestamp(self.since, UTC).isoformat().replace("+00:00", "Z"),
+            "since": utc_iso(self.since, timespec="auto"),
         }
 
 

@@ -1,7 +1,7 @@
 """Every threshold of the pool, in one frozen and validated object.
 
 Field names are plain snake_case so that a framework can map its own settings onto them; the
-Scrapy side reads ``URLCHECK_PROXY_<FIELD_UPPER>`` through `PoolConfig.from_settings`.
+Scrapy side reads ``URLCHECK_PROXY_<FIELD_UPPER>`` through ``PoolConfig.from_settings``.
 """
 
 import dataclasses
@@ -31,7 +31,7 @@ def _f(default: Any, doc: str) -> Any:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PoolConfig:
-    """Policy settings of a `ProxyPool`. See docs/proxypool.md for the full reference."""
+    """Policy settings of a ``ProxyPool``. See docs/proxypool.md for the full reference."""
 
     # Selection
     strategy: str = _f("weighted", "How a proxy is chosen for an acquire without a key.")

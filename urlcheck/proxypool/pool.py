@@ -1,62 +1,57 @@
-"""`ProxyPool`: the one object callers use. It runs the policy (`policy`) on this process's
+"""``ProxyPool``: the one object callers use. It runs the policy (``policy``) on this process's
 books between the store's atomic calls, commits the state changes it decides, and logs every
 event once."""
 
 from __future__ import annotations
 
 import logging
-import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .clock import Clock, system_clock
-from .config import PoolConfig
-from .events import (
-    ControlUrlChanged,
+from urlcheck.proxypool.clock import Clock, system_clock
+from urlcheck.proxypool.config import PoolConfig
+from urlcheck.proxypool.events import (
     Event,
+    EventLog,
     FallbackLease,
     LeasesReclaimed,
-    OurSideFault,
     PairBenched,
-    SiteFault,
     Transition,
 )
-from .health import State
-from .outcome import classify
-from .policy import choosing, outcomes, probing, report, sessions, states, upkeep
-from .policy.books import Books
-from .probes import ProbeTask
-from .proxy import Proxy
-from .store.base import StoreUnavailable
-from .store.memory import MemoryStore
+from urlcheck.proxypool.policy import choosing, outcomes, probing, report, sessions, states, upkeep
+from urlcheck.proxypool.policy.books import Books
+from urlcheck.proxypool.proxy import Proxy
+from urlcheck.proxypool.rules.health import State
+from urlcheck.proxypool.rules.outcome import classify
+from urlcheck.proxypool.rules.probes import ProbeTask
+from urlcheck.proxypool.store.base import StoreUnavailable
+from urlcheck.proxypool.store.memory import MemoryStore
 
 if TYPE_CHECKING:
-    from .outcome import Outcome
-    from .policy.books import PairRec
-    from .snapshot import PoolSnapshot
-    from .store.base import PoolStore, Shared
+    from urlcheck.proxypool.policy.books import PairRec
+    from urlcheck.proxypool.rules.outcome import Outcome
+    from urlcheck.proxypool.snapshot import PoolSnapshot
+    from urlcheck.proxypool.store.base import PoolStore, Shared
 
 __all__ = ["Lease", "LeaseCapReached", "NoProxyAvailableError", "ProxyPool"]
 
 logger = logging.getLogger(__name__)
 
-_FALLBACK_LOG_EVERY = 60.0  # seconds between two warnings about fallback leases
-
 
 class NoProxyAvailableError(LookupError):
-    """The pool is empty, or nothing is eligible and `fail_closed` is set."""
+    """The pool is empty, or nothing is eligible and ``fail_closed`` is set."""
 
 
 class LeaseCapReached(NoProxyAvailableError):  # noqa: N818 - named for what happened
-    """Every proxy is at its lease cap (`hard_lease_cap`): a lease comes free when a request
+    """Every proxy is at its lease cap (``hard_lease_cap``): a lease comes free when a request
     ends, so the caller may wait and try again."""
 
 
 @dataclass(slots=True, eq=False)
 class Lease:
-    """One use of one proxy, from `acquire` to `release`.
+    """One use of one proxy, from ``acquire`` to ``release``.
 
     ``session_lost`` is set when the caller's key had a session whose proxy left service: the
     caller should drop what it tied to that session (cookies, state) before using this proxy.
@@ -80,8 +75,8 @@ class ProxyPool:
     Usage: ``lease = pool.acquire("example.com")``, send the request through ``lease.proxy``,
     then ``pool.release(lease, Outcome(status=200, latency=0.4))``.
 
-    The policy runs here, on this process's books (`policy`); the store holds what processes
-    share. Store calls raise `StoreUnavailable` when the store cannot be reached: nothing was
+    The policy runs here, on this process's books (``policy``); the store holds what processes
+    share. Store calls raise ``StoreUnavailable`` when the store cannot be reached: nothing was
     changed, the call may be retried.
     """
 
@@ -104,8 +99,7 @@ class ProxyPool:
         self._choose = self._choice
         self._asking: tuple[dict[str, PairRec], str | None, float] = ({}, None, 0.0)
         self._listeners: list[Callable[[Event], object]] = []
-        self._fallbacks = 0  # fallback leases not yet logged (at most one line a minute)
-        self._fallback_logged_at = -math.inf
+        self._event_log = EventLog(clock)
         self._gen = -1
         # Our leases that expired and were counted off our books, in case they are released
         # late: whether a release ended a lease is not waited for (a remote store answers it
@@ -121,7 +115,8 @@ class ProxyPool:
     # ---------------------------------------------------------------- membership
 
     def add(self, proxy: Proxy | str) -> Proxy:
-        """Add a proxy (a `Proxy` or a spec line); an existing id gets the new spec, same health."""
+        """Add a proxy (a ``Proxy`` or a spec line); an existing id gets the new spec and keeps
+        its health."""
         if isinstance(proxy, str):
             proxy = Proxy.parse(proxy)
         _, gen = self._store.add_proxy(proxy)
@@ -152,14 +147,14 @@ class ProxyPool:
     # ---------------------------------------------------------------- leases
 
     def acquire(self, site: str, key: str | None = None) -> Lease:
-        """Lease a proxy for one request to `site` (the target host).
+        """Lease a proxy for one request to ``site`` (the target host).
 
-        With `key`, the lease is sticky: the key keeps its proxy for the session's life
+        With ``key``, the lease is sticky: the key keeps its proxy for the session's life
         (session_ttl, renewed on use). If that proxy left service, the session ends, the lease
-        says ``session_lost`` and a new session starts. If it is only benched for `site`, only
+        says ``session_lost`` and a new session starts. If it is only benched for ``site``, only
         that site's requests move, to a stand-in of their own (the first such lease says
-        ``session_lost``). Raises `NoProxyAvailableError` when the pool
-        is empty, or when nothing is eligible and `fail_closed` is set.
+        ``session_lost``). Raises ``NoProxyAvailableError`` when the pool
+        is empty, or when nothing is eligible and ``fail_closed`` is set.
         """
         now = self._clock()
         books = self._books
@@ -209,7 +204,7 @@ class ProxyPool:
         return Lease(lease_id, rec.proxy, site, key, lost, fallback, now, self._epoch)
 
     def _choice(self, exhausted: bool = False) -> choosing.Choice:
-        """The policy's choice for the acquire in progress (`_asking`), asked by the store when
+        """The policy's choice for the acquire in progress (``_asking``), asked by the store when
         it needs one. A method bound once, not a closure per acquire: that cost 3% of a pair."""
         pairs, key, now = self._asking
         if key is None and not exhausted and not self._alternates:  # the common case, inlined
@@ -268,7 +263,7 @@ class ProxyPool:
     # ---------------------------------------------------------------- probes
 
     def due_probes(self, now: float | None = None) -> list[ProbeTask]:
-        """Probes to send now (at most `probe_batch`); report each with `report_probe`. With a
+        """Probes to send now (at most ``probe_batch``); report each with ``report_probe``. With a
         shared store, a proxy is probed by one process at a time."""
         when = self._clock() if now is None else now
         due = probing.due_probes(self._books, when)
@@ -287,21 +282,21 @@ class ProxyPool:
     def add_probe_target(self, url: str) -> bool:
         """Offer one of the crawl's own URLs (the first of a host, say) as a probe target.
 
-        Taken when no control URL is configured and fewer than `probe_targets` are known: then
+        Taken when no control URL is configured and fewer than ``probe_targets`` are known: then
         probes are sent as HEAD requests for it, and any answer of the site passes. True: taken.
         """
         return probing.add_target(self._books, url)
 
     @property
     def wants_probe_targets(self) -> bool:
-        """Would `add_probe_target` take a new URL now?"""
+        """Would ``add_probe_target`` take a new URL now?"""
         return probing.wants_targets(self._books)
 
     def report_probe(
         self, proxy_id: str, control_url: str, ok: bool, latency: float | None = None
     ) -> None:
-        """The result of a probe: `ok` is a 2xx answer from a control URL through the proxy, or
-        any answer of the site for a probe target (see `ProbeTask`)."""
+        """The result of a probe: ``ok`` is a 2xx answer from a control URL through the proxy, or
+        any answer of the site for a probe target (see ``ProbeTask``)."""
         self._store.end_probe(proxy_id)
         events = probing.probe_result(
             self._books, proxy_id, control_url, ok, latency, self._clock()
@@ -419,74 +414,6 @@ class ProxyPool:
 
     def _log(self, events: Sequence[Event]) -> None:
         for event in events:
-            self._log_one(event)
+            self._event_log(event)
             for listener in self._listeners:
                 listener(event)
-
-    def _log_one(self, event: Event) -> None:
-        if isinstance(event, Transition):
-            level = logging.INFO
-            if event.new is State.DEAD and ("407" in event.reason or "DNS" in event.reason):
-                level = logging.WARNING  # wrong credentials or host: a configuration mistake
-            logger.log(
-                level,
-                "proxy %s: %s -> %s (%s)",
-                event.proxy_id,
-                event.old.value,
-                event.new.value,
-                event.reason,
-            )
-        elif isinstance(event, PairBenched):
-            logger.info(
-                "proxy %s benched for site %s for %.0fs (%s)",
-                event.proxy_id,
-                event.site,
-                event.seconds,
-                event.reason,
-            )
-        elif isinstance(event, SiteFault):
-            if event.at_fault:
-                logger.warning(
-                    "site %s is at fault, no proxy is blamed for it: %s",
-                    event.site,
-                    event.reason,
-                )
-            else:
-                logger.info("site %s works again: %s", event.site, event.reason)
-        elif isinstance(event, OurSideFault):
-            if event.active:
-                logger.error(
-                    "ALERT: failures span all proxies and sites; the fault is on our side "
-                    "(network, probe targets). Quarantines are frozen: %s",
-                    event.reason,
-                )
-            else:
-                logger.warning("our side works again, quarantines resume: %s", event.reason)
-        elif isinstance(event, LeasesReclaimed):
-            logger.warning(
-                "%d leases were never released and expired (a caller crashed or leaks)",
-                event.count,
-            )
-        elif isinstance(event, FallbackLease):
-            self._fallbacks += 1
-            now = self._clock()
-            if now - self._fallback_logged_at >= _FALLBACK_LOG_EVERY:
-                logger.warning(
-                    "no eligible proxy for site %s: lent %s (%s) as a fallback "
-                    "(%d fallback leases since the last such message)",
-                    event.site,
-                    event.proxy_id,
-                    event.state.value,
-                    self._fallbacks,
-                )
-                self._fallbacks = 0
-                self._fallback_logged_at = now
-        elif isinstance(event, ControlUrlChanged):
-            if event.broken:
-                logger.warning(
-                    "control URL %s looks broken (%s); its failures count against no proxy",
-                    event.url,
-                    event.reason,
-                )
-            else:
-                logger.info("control URL %s works again", event.url)

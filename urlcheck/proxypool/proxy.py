@@ -1,7 +1,7 @@
 """A proxy: where it is, how to log in, and how much traffic it may take.
 
-Credentials are kept out of every string form of a proxy: `repr`, `str`, `display`, `url` and the
-messages of `ProxySpecError` show `host:port` only.
+Credentials are kept out of every string form of a proxy: ``repr``, ``str``, ``display``,
+``url`` and the messages of ``ProxySpecError`` show ``host:port`` only.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def _host_port(host: str, port: int) -> str:
 class Proxy:
     """One forward proxy: ``scheme://host:port`` plus optional credentials, weight, tags and cap.
 
-    Build it with `Proxy.parse` (a spec line or mapping) or `Proxy.from_url`.
+    Build it with ``Proxy.parse`` (a spec line or mapping) or ``Proxy.from_url``.
     """
 
     __slots__ = (

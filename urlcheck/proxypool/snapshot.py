@@ -1,4 +1,4 @@
-"""The shape of `ProxyPool.snapshot()`: plain JSON types only (see docs/proxypool.md)."""
+"""The shape of ``ProxyPool.snapshot()``: plain JSON types only (see docs/proxypool.md)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
+from urlcheck.check.result import STATUS_CLASSES, status_class
 from urlcheck.check.urls import host_key
-from urlcheck.jobs.counts import STATUS_CLASSES, VERDICTS, status_class
+from urlcheck.jobs.counts import VERDICTS
 from urlcheck.reports.source import HostInfo
 
 CHAIN_BUCKETS = 10  # chain lengths 0..9 hops, then "10+"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from urlcheck.jobs.counts import status_class
+from urlcheck.check.result import status_class
 from urlcheck.reports.source import ResultsSource
 
 FIELDS = ("status", "final_url", "final_status", "verdict", "error")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from urlcheck.jobs.counts import STATUS_CLASSES
+from urlcheck.check.result import STATUS_CLASSES
 
 if TYPE_CHECKING:
     from urlcheck.reports.aggregate import ReportData

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from urlcheck.jobs.counts import STATUS_CLASSES
+from urlcheck.check.result import STATUS_CLASSES
 from urlcheck.reports.html import format_number
 
 if TYPE_CHECKING:

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from urlcheck.cluster.admin import CLUSTER_FILE, SILENT_AFTER, cluster_control, cluster_of
+from urlcheck.cluster.admin import SILENT_AFTER, cluster_control, cluster_of
 from urlcheck.cluster.errors import ClusterError
+from urlcheck.jobs.files import CLUSTER_FILE
 
 logger = logging.getLogger(__name__)
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from urlcheck.clock import parse_utc_iso, utc_iso
 from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import (
@@ -43,8 +44,6 @@ from urlcheck.jobs.files import (
     ControlAction,
     JobMeta,
     JobState,
-    parse_utc_iso,
-    utc_iso,
     write_control,
 )
 from urlcheck.jobs.lock import lock_holder

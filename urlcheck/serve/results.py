@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from urlcheck.check.result import STATUS_CLASSES, status_class
 from urlcheck.check.urls import host_key
-from urlcheck.jobs.counts import STATUS_CLASSES, VERDICTS, status_class, verdict_key
+from urlcheck.jobs.counts import VERDICTS, verdict_key
 from urlcheck.serve.sites import site_of
 
 PAGE_DEFAULT = 50

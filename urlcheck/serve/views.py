@@ -13,7 +13,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from urlcheck.jobs.files import JobMeta, JobState, parse_utc_iso
+from urlcheck.clock import parse_utc_iso
+from urlcheck.jobs.files import JobMeta, JobState
 
 HOSTS_FILE = "hosts.json"
 

@@ -31,14 +31,14 @@ from scrapy.utils.asyncio import create_looping_call
 
 from urlcheck.check.result import Result
 from urlcheck.check.urls import host_key, redacted
-from urlcheck.cluster.admin import CLUSTER_FILE, coordinator_place
+from urlcheck.cluster.admin import coordinator_place
 from urlcheck.cluster.collector import ResultCollector
 from urlcheck.cluster.crawl.runtime import ClusterRuntime
 from urlcheck.cluster.crawl.tasks import task_from_row
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.crawl import internals
 from urlcheck.crawl.runtime import runtime
-from urlcheck.jobs.files import atomic_write_json
+from urlcheck.jobs.files import CLUSTER_FILE, atomic_write_json
 from urlcheck.signals import job_paused, job_resumed
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The pool's books: what this process knows of each proxy, site and (proxy, site) pair.
 
 Plain records, no locks and no I/O: the policy functions in this package read and change them,
-and report the state changes that other processes must see (`Books.dirty`) for the store to
+and report the state changes that other processes must see (``Books.dirty``) for the store to
 commit. See docs/proxypool.md, "Policy and storage".
 """
 
@@ -9,21 +9,21 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from ..hashing import stable_hash
-from ..health import State, Window
-from ..probes import ControlUrlStats
+from urlcheck.proxypool.rules.hashing import stable_hash
+from urlcheck.proxypool.rules.health import State, Window
+from urlcheck.proxypool.rules.probes import ControlUrlStats
 
 if TYPE_CHECKING:
     import random
     from collections.abc import Callable
 
-    from ..config import PoolConfig
-    from ..events import Event
-    from ..proxy import Proxy
+    from urlcheck.proxypool.config import PoolConfig
+    from urlcheck.proxypool.events import Event
+    from urlcheck.proxypool.proxy import Proxy
 
-__all__ = ["Books", "PairRec", "ProxyRec", "SiteRec"]
+__all__ = ["Books", "PairCase", "PairRec", "ProxyRec", "SiteRec"]
 
 # seconds between two maintenance passes (expired leases, back-offs over, outlier rule)
 MAINTENANCE_EVERY = 1.0
@@ -186,6 +186,16 @@ class SiteRec:
         return pair
 
 
+class PairCase(NamedTuple):
+    """A (proxy, site) pair being judged: the proxy's, the site's and the pair's records, which
+    the blame rules pass along together."""
+
+    rec: ProxyRec
+    site: str
+    site_rec: SiteRec
+    pair: PairRec
+
+
 class Books:
     """Everything the policy judges on, for one pool in one process."""
 
@@ -245,11 +255,11 @@ class Books:
         return min(self.config.min_in_service, len(self.proxies) - self.counts[State.DEAD])
 
     def quarantine_cap(self) -> int:
-        """Most proxies quarantined at once: `quarantine_cap` of those not dead, at least one.
+        """Most proxies quarantined at once: ``quarantine_cap`` of those not dead, at least one.
 
         Dead proxies are left out (they are not the policy's to lift, and after half the pool
         died nothing could be quarantined any more), and the floor of one lets a pool of three
-        bench its broken proxy: `min_in_service` is the limit that keeps small pools serving.
+        bench its broken proxy: ``min_in_service`` is the limit that keeps small pools serving.
         """
         share = self.config.quarantine_cap
         if share <= 0.0:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..hashing import stable_hash
-from ..health import IN_SERVICE, State
-from ..strategies import (
+from urlcheck.proxypool.rules.hashing import stable_hash
+from urlcheck.proxypool.rules.health import IN_SERVICE, State
+from urlcheck.proxypool.rules.strategies import (
     pick_least_connections,
     pick_round_robin,
     pick_sticky,
@@ -17,7 +17,7 @@ from ..strategies import (
 )
 
 if TYPE_CHECKING:
-    from .books import Books, PairRec, ProxyRec
+    from urlcheck.proxypool.policy.books import Books, PairRec, ProxyRec
 
 __all__ = ["Choice", "Picker", "choose", "picker"]
 
@@ -74,7 +74,7 @@ def choose(  # noqa: PLR0917
     exhausted: bool = False,
 ) -> Choice:
     """The strategy's choice (or the key's rendezvous choice), with alternates if asked;
-    `exhausted`: the store found none of them usable, only the fallback is wanted."""
+    ``exhausted``: the store found none of them usable, only the fallback is wanted."""
     if exhausted:
         rec = None
     elif key is None:
@@ -114,7 +114,7 @@ def _home(b: Books, key: str, pairs: dict[str, PairRec], now: float) -> ProxyRec
 
 def least_bad(b: Books, pairs: dict[str, PairRec], now: float) -> ProxyRec | None:
     """The fallback when nothing is eligible: in service but benched first, then probing,
-    quarantined, dead. With `hard_lease_cap`, never one at its cap (None when all are)."""
+    quarantined, dead. With ``hard_lease_cap``, never one at its cap (None when all are)."""
     hard = b.config.hard_lease_cap
 
     def badness(rec: ProxyRec) -> tuple[int, bool, float, float]:

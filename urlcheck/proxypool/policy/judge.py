@@ -2,25 +2,25 @@
 
 A failure counts against a proxy only when it is concentrated on that proxy; failures spread over
 most proxies on a site make the site at fault, over all proxies and sites our side. The pure
-comparisons live in `..blame`; this module applies them to the books.
+comparisons live in ``rules.blame``; this module applies them to the books.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import blame, health
-from ..events import Event, OurSideFault, PairBenched, SiteFault
-from ..health import State
-from ..outcome import CELL, FAIL, PROXY_FAULT
-from .books import MAINTENANCE_EVERY
-from .states import bench, check_degraded, degrade
+from urlcheck.proxypool.events import Event, OurSideFault, PairBenched, SiteFault
+from urlcheck.proxypool.policy.books import MAINTENANCE_EVERY, PairCase
+from urlcheck.proxypool.policy.states import bench, check_degraded, degrade
+from urlcheck.proxypool.rules import blame, health
+from urlcheck.proxypool.rules.health import State
+from urlcheck.proxypool.rules.outcome import CELL, FAIL, PROXY_FAULT
 
 if TYPE_CHECKING:
     from collections import deque
 
-    from ..health import Window
-    from .books import Books, PairRec, ProxyRec, SiteRec
+    from urlcheck.proxypool.policy.books import Books, ProxyRec, SiteRec
+    from urlcheck.proxypool.rules.health import Window
 
 __all__ = [
     "after_failure",
@@ -35,19 +35,11 @@ _PROXY = blame.Verdict.PROXY
 
 
 def after_failure(
-    b: Books,
-    rec: ProxyRec,
-    *,
-    site: str,
-    site_rec: SiteRec,
-    pair: PairRec,
-    code: int,
-    cell: bool,
-    now: float,
-    events: list[Event],
+    b: Books, case: PairCase, *, code: int, cell: bool, now: float, events: list[Event]
 ) -> None:
-    """Judge a failure: the proxy's (unless `cell`: it counts for the pair only), then the
+    """Judge a failure: the proxy's (unless ``cell``: it counts for the pair only), then the
     pair's."""
+    rec, _, site_rec, pair = case
     cfg = b.config
     state = rec.state
     if state is State.QUARANTINED or state is State.DEAD:
@@ -79,16 +71,7 @@ def after_failure(
         )
         is _PROXY
     ):
-        bench_pair(
-            b,
-            rec,
-            site=site,
-            site_rec=site_rec,
-            pair=pair,
-            reason=pair_trip.reason,
-            now=now,
-            events=events,
-        )
+        bench_pair(b, case, pair_trip.reason, now, events)
     if not cell:
         check_degraded(b, rec, now, events)
 
@@ -176,16 +159,7 @@ def judge_proxy(
             and pair is not None
             and health.trip(pair.window, cfg, noise) is not None
         ):
-            bench_pair(
-                b,
-                rec,
-                site=worst,
-                site_rec=site_rec,
-                pair=pair,
-                reason=tripped.reason,
-                now=now,
-                events=events,
-            )
+            bench_pair(b, PairCase(rec, worst, site_rec, pair), tripped.reason, now, events)
         return False
     where = ", ".join(sorted(suspects))
     start = min(at for at, _, _ in failures)
@@ -198,7 +172,7 @@ def ours_first(  # noqa: PLR0917
     b: Books, rec: ProxyRec, reason: str, start: float, now: float, events: list[Event]
 ) -> bool:
     """Before a proxy is quarantined, is the fault ours? Only the pool's outcomes since the
-    first of the failures judged (`start`) count; until there are enough of them, the proxy
+    first of the failures judged (``start``) count; until there are enough of them, the proxy
     is degraded and waits."""
     works = blame.pool_works_since(b.pool, rec.id, start, b.config)
     if works:
@@ -260,27 +234,15 @@ def noise_level(b: Books, now: float) -> float:
     return b.noise_value
 
 
-def judge_pair(
-    b: Books,
-    rec: ProxyRec,
-    *,
-    site: str,
-    site_rec: SiteRec,
-    pair: PairRec,
-    reason: str,
-    now: float,
-    events: list[Event],
-) -> None:
+def judge_pair(b: Books, case: PairCase, reason: str, now: float, events: list[Event]) -> None:
+    """A pair whose window tripped: benched when its peers on the site do better."""
+    rec, _, site_rec, pair = case
     own = own_success(b, pair.window)
-    if (
-        blame.site_verdict(
-            site_rec.entries, rec.id, start=now, end=now, own_success=own, cfg=b.config
-        )
-        is _PROXY
-    ):
-        bench_pair(
-            b, rec, site=site, site_rec=site_rec, pair=pair, reason=reason, now=now, events=events
-        )
+    verdict = blame.site_verdict(
+        site_rec.entries, rec.id, start=now, end=now, own_success=own, cfg=b.config
+    )
+    if verdict is _PROXY:
+        bench_pair(b, case, reason, now, events)
 
 
 def check_faults(b: Books, site: str, site_rec: SiteRec, events: list[Event]) -> None:
@@ -341,17 +303,9 @@ def check_recoveries(b: Books, site: str, site_rec: SiteRec, events: list[Event]
             events.append(OurSideFault(False, f"pool success back to {rate:.0%}"))
 
 
-def bench_pair(
-    b: Books,
-    rec: ProxyRec,
-    *,
-    site: str,
-    site_rec: SiteRec,
-    pair: PairRec,
-    reason: str,
-    now: float,
-    events: list[Event],
-) -> None:
+def bench_pair(b: Books, case: PairCase, reason: str, now: float, events: list[Event]) -> None:
+    """Take the proxy off the site for a back-off, if the site's share of benches allows it."""
+    rec, site, site_rec, pair = case
     cfg = b.config
     if pair.benched_until > now or b.our_side is not None or site_rec.fault is not None:
         return

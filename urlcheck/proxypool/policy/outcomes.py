@@ -1,22 +1,35 @@
 """Release: one outcome recorded in the windows of the pool, the site, the pair and the proxy,
-then judged (latency, weight, recovery; failures go to `judge`)."""
+then judged (latency, weight, recovery; failures go to ``judge``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import blame, health
-from ..health import State
-from ..outcome import CELL, FAIL, PERMANENT, PROXY_FAULT, SOFT, permanent_reason
-from .books import PairRec, SiteRec
-from .judge import after_failure, check_faults, check_recoveries, judge_pair, noise_level
-from .states import check_degraded, kill, reweigh, set_state
+from urlcheck.proxypool.policy.books import PairCase, PairRec, SiteRec
+from urlcheck.proxypool.policy.judge import (
+    after_failure,
+    check_faults,
+    check_recoveries,
+    judge_pair,
+    noise_level,
+)
+from urlcheck.proxypool.policy.states import check_degraded, kill, reweigh, set_state
+from urlcheck.proxypool.rules import blame, health
+from urlcheck.proxypool.rules.health import State
+from urlcheck.proxypool.rules.outcome import (
+    CELL,
+    FAIL,
+    PERMANENT,
+    PROXY_FAULT,
+    SOFT,
+    permanent_reason,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ..events import Event
-    from .books import Books, ProxyRec
+    from urlcheck.proxypool.events import Event
+    from urlcheck.proxypool.policy.books import Books, ProxyRec
 
 __all__ = ["record", "record_latency"]
 
@@ -76,7 +89,7 @@ def record(  # noqa: PLR0917
         floor = cfg.min_weight
         pair.factor = factor if factor > floor else floor
     if code & PERMANENT:
-        kill(b, rec, permanent_reason(code), now, events)
+        kill(b, rec, permanent_reason(code), now, events, misconfigured=True)
         return events
     if site_rec.fault is not None or b.our_side is not None:
         return events  # excused: the site or our side is at fault, not this proxy
@@ -87,16 +100,8 @@ def record(  # noqa: PLR0917
             if pair.window.n >= cfg.min_outcomes:
                 tripped = health.trip(pair.window, cfg, noise_level(b, now))
                 if tripped is not None:
-                    judge_pair(
-                        b,
-                        rec,
-                        site=site,
-                        site_rec=site_rec,
-                        pair=pair,
-                        reason=tripped.reason,
-                        now=now,
-                        events=events,
-                    )
+                    case = PairCase(rec, site, site_rec, pair)
+                    judge_pair(b, case, tripped.reason, now, events)
             return events
         window = rec.window
         moved = window.push(0)
@@ -148,17 +153,8 @@ def record(  # noqa: PLR0917
             if not rec.fault_streak:
                 rec.fault_since = now
             rec.fault_streak += 1
-        after_failure(
-            b,
-            rec,
-            site=site,
-            site_rec=site_rec,
-            pair=pair,
-            code=code,
-            cell=cell,
-            now=now,
-            events=events,
-        )
+        case = PairCase(rec, site, site_rec, pair)
+        after_failure(b, case, code=code, cell=cell, now=now, events=events)
         if cell:
             return events
     reweigh(b, rec)

@@ -4,24 +4,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import health
-from ..events import ControlUrlChanged, Event
-from ..health import IN_SERVICE, State
-from ..probes import ControlUrlStats
-from .outcomes import record_latency
-from .states import bench, check_degraded, degrade, return_to_service, reweigh, set_state
+from urlcheck.proxypool.events import ControlUrlChanged, Event
+from urlcheck.proxypool.policy.outcomes import record_latency
+from urlcheck.proxypool.policy.states import (
+    bench,
+    check_degraded,
+    degrade,
+    return_to_service,
+    reweigh,
+    set_state,
+)
+from urlcheck.proxypool.rules import health
+from urlcheck.proxypool.rules.health import IN_SERVICE, State
+from urlcheck.proxypool.rules.probes import ControlUrlStats
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from .books import Books, ProxyRec
+    from urlcheck.proxypool.policy.books import Books, ProxyRec
 
 __all__ = ["add_target", "due_probes", "probe_result"]
 
 
 def add_target(b: Books, url: str) -> bool:
     """Take one of the crawl's own URLs as a probe target, when no control URL is configured
-    and fewer than `probe_targets` are known. True: taken."""
+    and fewer than ``probe_targets`` are known. True: taken."""
     cfg = b.config
     if cfg.control_urls or len(b.control) >= cfg.probe_targets or url in b.control:
         return False

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import health
-from ..health import State
+from urlcheck.proxypool.rules import health
+from urlcheck.proxypool.rules.health import State
 
 if TYPE_CHECKING:
-    from ..snapshot import (
+    from urlcheck.proxypool.policy.books import Books, ProxyRec
+    from urlcheck.proxypool.snapshot import (
         CellStats,
         ControlUrlInfo,
         PoolSnapshot,
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
         SiteStats,
         TransitionInfo,
     )
-    from .books import Books, ProxyRec
 
 __all__ = ["snapshot"]
 

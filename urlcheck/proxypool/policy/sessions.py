@@ -4,7 +4,7 @@ The store keeps one session per key: the key's proxy (its IP) on every site. Whe
 benched on one site only, the key's requests to that site go to a stand-in, kept as a session of
 its own (the key and the site), and the first such lease says ``session_lost``; the key keeps its
 proxy everywhere else, and the site keeps its stand-in while the site's session lives, so no
-lease changes IP without saying so. The key's proxy is this process's view (`Books.homes`, kept
+lease changes IP without saying so. The key's proxy is this process's view (``Books.homes``, kept
 for one to two session TTLs after its last use): with several processes on one store, a key
 another process placed moves whole, as before.
 """
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..health import IN_SERVICE
+from urlcheck.proxypool.rules.health import IN_SERVICE
 
 if TYPE_CHECKING:
-    from .books import Books, PairRec
+    from urlcheck.proxypool.policy.books import Books, PairRec
 
 __all__ = ["SPLIT", "end", "note", "session_key", "sweep"]
 

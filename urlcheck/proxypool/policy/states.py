@@ -9,16 +9,16 @@ from __future__ import annotations
 from math import sqrt
 from typing import TYPE_CHECKING
 
-from .. import health
-from ..events import Event, Transition
-from ..health import IN_SERVICE, State
-from .books import ProxyRec
+from urlcheck.proxypool.events import Event, Transition
+from urlcheck.proxypool.policy.books import ProxyRec
+from urlcheck.proxypool.rules import health
+from urlcheck.proxypool.rules.health import IN_SERVICE, State
 
 _HEALTHY, _DEGRADED, _PROBING = State.HEALTHY, State.DEGRADED, State.PROBING
 
 if TYPE_CHECKING:
-    from ..proxy import Proxy
-    from .books import Books
+    from urlcheck.proxypool.policy.books import Books
+    from urlcheck.proxypool.proxy import Proxy
 
 __all__ = [
     "add",
@@ -98,12 +98,19 @@ def _move(b: Books, rec: ProxyRec, new: State, now: float) -> State:
 
 
 def set_state(  # noqa: PLR0917
-    b: Books, rec: ProxyRec, new: State, reason: str, now: float, events: list[Event]
+    b: Books,
+    rec: ProxyRec,
+    new: State,
+    reason: str,
+    now: float,
+    events: list[Event],
+    *,
+    misconfigured: bool = False,
 ) -> None:
     old = _move(b, rec, new, now)
     rec.last_transition = (now, old, new, reason)
     b.dirty.add(rec.id)
-    events.append(Transition(rec.id, old, new, reason))
+    events.append(Transition(rec.id, old, new, reason, misconfigured))
     reweigh(b, rec)
 
 
@@ -179,12 +186,22 @@ def bench(b: Books, rec: ProxyRec, reason: str, now: float, events: list[Event])
     set_state(b, rec, State.QUARANTINED, f"{reason}; back-off {seconds:.0f}s", now, events)
 
 
-def kill(b: Books, rec: ProxyRec, reason: str, now: float, events: list[Event]) -> None:
+def kill(
+    b: Books,
+    rec: ProxyRec,
+    reason: str,
+    now: float,
+    events: list[Event],
+    *,
+    misconfigured: bool = False,
+) -> None:
+    """Take the proxy out for good (probed now and then); ``misconfigured`` when the proxy
+    list is wrong (a 407, a proxy host that does not resolve), which is logged as a warning."""
     # `until` carries the next probe to the other processes (see `adopt`)
     rec.until = rec.next_probe_at = now + health.dead_probe_delay(b.config, b.random())
     if rec.state is State.DEAD:
         return
-    set_state(b, rec, State.DEAD, reason, now, events)
+    set_state(b, rec, State.DEAD, reason, now, events, misconfigured=misconfigured)
     enforce_limits(b, now, events)
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import blame
-from ..health import State
-from . import sessions
-from .books import MAINTENANCE_EVERY
-from .states import check_degraded, return_to_service
+from urlcheck.proxypool.policy import sessions
+from urlcheck.proxypool.policy.books import MAINTENANCE_EVERY
+from urlcheck.proxypool.policy.states import check_degraded, return_to_service
+from urlcheck.proxypool.rules import blame
+from urlcheck.proxypool.rules.health import State
 
 if TYPE_CHECKING:
-    from ..events import Event
-    from .books import Books
+    from urlcheck.proxypool.events import Event
+    from urlcheck.proxypool.policy.books import Books
 
 __all__ = ["maintain"]
 

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from urlcheck.proxypool.config import PoolConfig
-    from urlcheck.proxypool.health import State
     from urlcheck.proxypool.policy.choosing import Choice
     from urlcheck.proxypool.proxy import Proxy
+    from urlcheck.proxypool.rules.health import State
 
 __all__ = [
     "Acquired",

@@ -15,7 +15,7 @@ import itertools
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from urlcheck.proxypool.health import IN_SERVICE, State
+from urlcheck.proxypool.rules.health import IN_SERVICE, State
 from urlcheck.proxypool.store.base import Acquired, Committed, PoolStore, Released, Shared, cap_of
 
 if TYPE_CHECKING:

@@ -27,8 +27,8 @@ import secrets
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from urlcheck.proxypool.health import IN_SERVICE, State
 from urlcheck.proxypool.proxy import Proxy
+from urlcheck.proxypool.rules.health import IN_SERVICE, State
 from urlcheck.proxypool.store.base import (
     Acquired,
     Committed,

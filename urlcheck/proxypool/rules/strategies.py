@@ -5,7 +5,7 @@ and its (proxy, site) pair is not benched; its effective weight is its dynamic w
 pair's factor. The weighted pick is O(1) expected (stochastic acceptance), with an exact O(N)
 fallback; the others are O(N) scans. The strategies that ignore dynamic weights (round-robin,
 least connections, new sticky keys) still honour the safeguards: a degraded or half-open
-candidate takes only its `share` of the turns it is offered.
+candidate takes only its ``share`` of the turns it is offered.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
-from .hashing import key_draw, rendezvous_score
+from urlcheck.proxypool.rules.hashing import key_draw, rendezvous_score
 
 __all__ = [
     "Candidate",
@@ -75,7 +75,7 @@ def pick_weighted(
     random: Callable[[], float],
     max_weight: float,
 ) -> C | None:
-    """Random, proportional to effective weight. `max_weight` bounds every weight."""
+    """Random, proportional to effective weight. ``max_weight`` bounds every weight."""
     n = len(cands)
     if not n:
         return None
@@ -115,8 +115,8 @@ def pick_round_robin(
     start: int,
     random: Callable[[], float],
 ) -> tuple[C | None, int]:
-    """The next usable candidate from position `start` that takes its turn (see `Candidate.share`);
-    returns it and the next position."""
+    """The next usable candidate from position ``start`` that takes its turn (see
+    ``Candidate.share``); returns it and the next position."""
     n = len(cands)
     spare: tuple[C, int] | None = None
     for step in range(n):
@@ -136,7 +136,7 @@ def pick_least_connections(
     cands: Sequence[C], pairs: Mapping[str, PairView], now: float, random: Callable[[], float]
 ) -> C | None:
     """Fewest active leases per unit of static weight among the candidates that take their turn
-    (see `Candidate.share`); ties go to a random one of them."""
+    (see ``Candidate.share``); ties go to a random one of them."""
     n = len(cands)
     if not n:
         return None

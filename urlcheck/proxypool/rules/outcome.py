@@ -86,5 +86,5 @@ def classify(outcome: Outcome) -> int:
 
 
 def permanent_reason(code: int) -> str:
-    """Why an outcome with the `PERMANENT` bit kills its proxy at once."""
+    """Why an outcome with the ``PERMANENT`` bit kills its proxy at once."""
     return _PERMANENT[ErrorKind.PROXY_DNS if code & DNS else ErrorKind.PROXY_AUTH]

@@ -1,7 +1,7 @@
 import pytest
 
 from urlcheck.proxypool import ErrorKind, Outcome
-from urlcheck.proxypool.outcome import (
+from urlcheck.proxypool.rules.outcome import (
     BLOCK,
     CAPTCHA,
     FAIL,

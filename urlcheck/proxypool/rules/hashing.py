@@ -19,7 +19,7 @@ _T = TypeVar("_T")
 
 
 def stable_hash(text: str) -> int:
-    """64-bit hash that is the same in every process (unlike `hash`, which is salted)."""
+    """64-bit hash that is the same in every process (unlike ``hash``, which is salted)."""
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
@@ -43,7 +43,7 @@ def key_draw(key_hash: int, node_hash: int) -> float:
 
 
 def rendezvous_pick(key: str, nodes: Iterable[tuple[_T, int, float]]) -> _T | None:
-    """The node with the highest score for `key`; nodes are (node, node_hash, weight)."""
+    """The node with the highest score for ``key``; nodes are (node, node_hash, weight)."""
     key_hash = stable_hash(key)
     best: _T | None = None
     best_score = -1.0

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from .outcome import FAIL
+from urlcheck.proxypool.rules.outcome import FAIL
 
 if TYPE_CHECKING:
-    from .config import PoolConfig
+    from urlcheck.proxypool.config import PoolConfig
 
 __all__ = [
     "Verdict",
@@ -42,12 +42,12 @@ class Verdict(StrEnum):
 
 
 def green_row(row: Sequence[tuple[str, int]], site: str, cfg: PoolConfig) -> bool:
-    """Is a proxy's row green outside `site`, so that a red cell there is the pair's problem?
+    """Is a proxy's row green outside ``site``, so that a red cell there is the pair's problem?
 
-    `row` is (site, failed) of the proxy's latest outcomes, oldest first. Green: it worked on
-    other sites, failed there at most once in its last `recent_window` outcomes (one error is
-    never a signal), and at most once plus `1 - degrade_below` of its outcomes there overall
-    (a record that would not degrade it). A proxy too new to tell (`recent_window` outcomes or
+    ``row`` is (site, failed) of the proxy's latest outcomes, oldest first. Green: it worked on
+    other sites, failed there at most once in its last ``recent_window`` outcomes (one error is
+    never a signal), and at most once plus ``1 - degrade_below`` of its outcomes there overall
+    (a record that would not degrade it). A proxy too new to tell (``recent_window`` outcomes or
     fewer) gets the benefit of the doubt; one that served nothing else lately has no other
     cell: its cell is its row.
     """
@@ -77,12 +77,13 @@ def site_verdict(
 ) -> Verdict:
     """Compare a proxy that failed on a site with what other proxies met there meanwhile.
 
-    Only the same stretch of time counts: peers' outcomes from `start` (the proxy's first failure
-    there) to `end` + `blame_lookback`, the newest `blame_peer_outcomes` of them. Outcomes from
-    before `start` (back to `start` - `blame_lookback`) only make up a shortfall, newest first:
+    Only the same stretch of time counts: peers' outcomes from ``start`` (the proxy's first
+    failure there) to ``end`` + ``blame_lookback``, the newest ``blame_peer_outcomes`` of them.
+    Outcomes from before ``start`` (back to ``start`` - ``blame_lookback``) only make up a
+    shortfall, newest first:
     a site that went down a second ago is red for everyone, even if its older history is green,
     and stays red for those failures after it recovers. The proxy is to blame when peers did
-    clearly better (by `blame_margin`) and the site was not mostly failing for them.
+    clearly better (by ``blame_margin``) and the site was not mostly failing for them.
     """
     low = start - cfg.blame_lookback
     high = end + cfg.blame_lookback
@@ -109,7 +110,7 @@ def site_verdict(
 def pool_works_since(
     entries: Sequence[PoolEntry], proxy_id: str, start: float, cfg: PoolConfig
 ) -> bool | None:
-    """Do the other proxies work since `start` (a proxy's first failure)? Judged on their
+    """Do the other proxies work since ``start`` (a proxy's first failure)? Judged on their
     outcomes from then on only: at the start of a pool-wide outage the older, green outcomes
     would blame whichever proxy failed first. None: too few outcomes since to tell yet."""
     seen = fails = 0

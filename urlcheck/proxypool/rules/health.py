@@ -1,7 +1,7 @@
 """Passive health: outcome windows, states, and the rules that move a proxy between them.
 
 Everything here is a pure function of a window, a few numbers and the config; the policy
-(`policy/`) applies it to its books, whatever store holds the shared state.
+(``policy/``) applies it to its books, whatever store holds the shared state.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from enum import StrEnum
 from itertools import repeat
 from typing import TYPE_CHECKING, NamedTuple
 
-from .outcome import BLOCK, CAPTCHA, FAIL, SOFT, WINDOW_BITS
+from urlcheck.proxypool.rules.outcome import BLOCK, CAPTCHA, FAIL, SOFT, WINDOW_BITS
 
 if TYPE_CHECKING:
-    from .config import PoolConfig
+    from urlcheck.proxypool.config import PoolConfig
 
 __all__ = ["IN_SERVICE", "State", "Trip", "Window"]
 
@@ -33,7 +33,7 @@ IN_SERVICE = frozenset({State.HEALTHY, State.DEGRADED, State.PROBING})
 
 
 class Window:
-    """The last `size` outcome codes, with running counts, plus a bitmask of recent failures.
+    """The last ``size`` outcome codes, with running counts, plus a bitmask of recent failures.
 
     Successes are the common case and carry no information beyond their number, so the codes are
     only materialised once a non-zero code arrives: a healthy pair costs a few integers.
@@ -53,7 +53,8 @@ class Window:
         self.recent = 0  # bit i set: the (i+1)-th most recent outcome failed
 
     def push(self, code: int) -> bool:
-        """Add an outcome; True when the rate inputs (`n`, `fails`, `softs`) may have moved."""
+        """Add an outcome; True when the rate inputs (``n``, ``fails``, ``softs``) may have
+        moved."""
         code &= WINDOW_BITS
         codes = self._codes
         if codes is None:
@@ -98,7 +99,7 @@ class Window:
         return self.recent.bit_count()
 
     def success_rate(self, soft_weight: float) -> float:
-        """Share of successes; 1.0 when empty. A soft failure counts as `soft_weight` of one."""
+        """Share of successes; 1.0 when empty. A soft failure counts as ``soft_weight`` of one."""
         n = self.n
         if not n:
             return 1.0
@@ -118,8 +119,8 @@ class Trip(NamedTuple):
 def trip(window: Window, cfg: PoolConfig, noise: float = 0.0) -> Trip | None:
     """Has this window crossed the failure threshold? Failure is accumulated, never one error.
 
-    `noise` is the failure rate of a typical proxy right now. Both rules also ask that chance
-    alone, at that rate, would reach this many failures with probability `trip_false_alarm` at
+    ``noise`` is the failure rate of a typical proxy right now. Both rules also ask that chance
+    alone, at that rate, would reach this many failures with probability ``trip_false_alarm`` at
     most: in a clean pool 3 of the last 5 is enough, where everyone fails now and then it is not.
     """
     n = window.n
@@ -186,18 +187,18 @@ def recovered(window: Window, cfg: PoolConfig) -> bool:
 
 
 def backoff(level: int, cfg: PoolConfig, rand: float) -> float:
-    """Quarantine length: base * 2**level (1, 2, 4, ... min), capped at `backoff_max`, then
-    moved up or down at random by up to `backoff_jitter`.
+    """Quarantine length: base * 2**level (1, 2, 4, ... min), capped at ``backoff_max``, then
+    moved up or down at random by up to ``backoff_jitter``.
 
     Jitter both ways keeps the mean on the guide's steps while proxies benched together come
-    back apart; the cap is therefore "about" `backoff_max`, at most (1 + jitter) times it.
+    back apart; the cap is therefore "about" ``backoff_max``, at most (1 + jitter) times it.
     """
     raw = min(cfg.backoff_base * 2.0 ** min(level, 64), cfg.backoff_max)
     return raw * (1.0 + cfg.backoff_jitter * (2.0 * rand - 1.0))
 
 
 def dead_probe_delay(cfg: PoolConfig, rand: float) -> float:
-    """Seconds to the next probe of a dead proxy: `dead_probe_interval`, give or take a quarter,
+    """Seconds to the next probe of a dead proxy: ``dead_probe_interval``, give or take a quarter,
     so dead proxies are not all probed in the same second."""
     return cfg.dead_probe_interval * (0.75 + 0.5 * rand)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .proxy import Proxy
+    from urlcheck.proxypool.proxy import Proxy
 
 __all__ = ["ControlUrlStats", "ProbeTask"]
 
@@ -22,10 +22,10 @@ _RESULTS_KEPT = 20
 
 @dataclass(frozen=True, slots=True)
 class ProbeTask:
-    """Send `method` for `control_url` through `proxy`, then call `ProxyPool.report_probe`.
+    """Send ``method`` for ``control_url`` through ``proxy``, then call ``ProxyPool.report_probe``.
 
     GET: a configured control URL; it passes with a 2xx answer. HEAD: one of the crawl's own
-    URLs (`ProxyPool.add_probe_target`); it passes with any answer of the site, i.e. any status
+    URLs (``ProxyPool.add_probe_target``); it passes with any answer of the site, i.e. any status
     but a 407 or a gateway error of the proxy (502, 504).
     """
 

@@ -2,8 +2,8 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
-from urlcheck.proxypool.hashing import stable_hash
-from urlcheck.proxypool.strategies import (
+from urlcheck.proxypool.rules.hashing import stable_hash
+from urlcheck.proxypool.rules.strategies import (
     effective_weight,
     pick_least_connections,
     pick_round_robin,

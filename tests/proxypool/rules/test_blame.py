@@ -1,5 +1,5 @@
 from urlcheck.proxypool import PoolConfig
-from urlcheck.proxypool.blame import (
+from urlcheck.proxypool.rules.blame import (
     Verdict,
     green_row,
     our_side_reason,
@@ -7,7 +7,7 @@ from urlcheck.proxypool.blame import (
     site_fault_reason,
     site_verdict,
 )
-from urlcheck.proxypool.outcome import FAIL
+from urlcheck.proxypool.rules.outcome import FAIL
 
 CFG = PoolConfig()
 

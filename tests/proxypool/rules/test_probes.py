@@ -1,4 +1,4 @@
-from urlcheck.proxypool.probes import ControlUrlStats
+from urlcheck.proxypool.rules.probes import ControlUrlStats
 
 
 def test_control_url_breaks_when_it_fails_through_every_proxy() -> None:

@@ -3,7 +3,7 @@ import random
 import pytest
 
 from urlcheck.proxypool import PoolConfig
-from urlcheck.proxypool.health import (
+from urlcheck.proxypool.rules.health import (
     Window,
     backoff,
     chance,
@@ -16,7 +16,7 @@ from urlcheck.proxypool.health import (
     success_factor,
     trip,
 )
-from urlcheck.proxypool.outcome import CAPTCHA, FAIL, SOFT
+from urlcheck.proxypool.rules.outcome import CAPTCHA, FAIL, SOFT
 
 CFG = PoolConfig()
 

@@ -3,13 +3,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from urlcheck.proxypool.hashing import rendezvous_pick, stable_hash
+from urlcheck.proxypool.rules.hashing import rendezvous_pick, stable_hash
 
 NODES = [(f"n{i}", stable_hash(f"n{i}"), 1.0) for i in range(20)]
 
 
 def test_stable_across_processes() -> None:
-    code = "from urlcheck.proxypool.hashing import stable_hash; print(stable_hash('key-1'))"
+    code = "from urlcheck.proxypool.rules.hashing import stable_hash; print(stable_hash('key-1'))"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
