@@ -12,19 +12,26 @@ Prints one line per figure, each a ratio against a bound or a baseline from the 
      rows have their lines / two back-off ladders; healthy hosts' finishing time with it / without
   7. 100 rows on a host that 429s arrivals closer than 1 s apart: 429s received and wall time
      with the learned pace, against the same crawl with URLCHECK_HOST_PACE_ENABLED=False
+  8. slow hosts at the design's pace (the answer, then the 300 ms gap): a healthy host that
+     answers in 1 s, time per URL / (its latency + 300 ms); and a host that answers slower the
+     faster it is asked (/busy), whose latency AutoThrottle's delay follows
 
 Wall time is measured on the servers' side (first arrival to last arrival of the run's
 requests), so interpreter start-up is not counted against the crawl.
 
-Usage: python bench/politeness.py [--quick] [--skip-million] [--only-hostile] [--pace-base S]
+Usage: python bench/politeness.py [--quick] [--skip-million] [--only-hostile] [--only-slow]
+                                  [--pace-base S]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
+import re
+import statistics
 import sys
 import tempfile
 import time
@@ -82,6 +89,7 @@ def main() -> None:
     parser.add_argument("--skip-million", action="store_true")
     parser.add_argument("--only-million", action="store_true")
     parser.add_argument("--only-hostile", action="store_true", help="figures 6 and 7 only")
+    parser.add_argument("--only-slow", action="store_true", help="figure 8 only")
     parser.add_argument(
         "--pace-base",
         type=float,
@@ -97,6 +105,9 @@ def main() -> None:
     all_logs: list[dict[str, Any]] = []
     if opts.only_million:
         print("\n".join(["", "urlcheck politeness benchmark", *million(tmp)]))
+        return
+    if opts.only_slow:
+        print("\n".join(["", "urlcheck politeness benchmark", *slow_hosts(tmp, per_host)]))
         return
     if opts.only_hostile:
         lines = [*down_host(tmp, per_host), *learned_pace(tmp, opts.pace_base, opts.baseline_rows)]
@@ -170,9 +181,62 @@ def main() -> None:
 
     figures += down_host(tmp, per_host)
     figures += learned_pace(tmp, opts.pace_base, opts.baseline_rows)
+    figures += slow_hosts(tmp, per_host)
     if not opts.skip_million:
         figures += million(tmp)
     print("\n".join(["", "urlcheck politeness benchmark", *figures]))
+
+
+def gaps(log: list[dict[str, Any]]) -> list[float]:
+    """Seconds between consecutive arrivals (one host's log)."""
+    arrivals = sorted(e["t_arrival"] for e in log)
+    return [b - a for a, b in itertools.pairwise(arrivals)]
+
+
+def slow_hosts(tmp: Path, per_host: int) -> list[str]:
+    """Figure 8: a slow host costs its latency plus the gap, not twice its latency."""
+    slow, busy = HEALTHY[0], HEALTHY[1]
+    with SiteServer([slow, busy], log_path=tmp / "slow-site.jsonl") as site:
+        rows = [site.url(slow, f"/delay/1?run=slow&i={i}") for i in range(per_host)]
+        crawl(write_csv(tmp / "slow.csv", rows), tmp / "slow.jsonl")
+        log = run_log(site, "slow")
+        latency = statistics.mean(e["t_departure"] - e["t_arrival"] for e in log)
+        per_url = statistics.mean(gaps(log))
+        lines = [
+            f"8. a host answering in {latency:.3f} s, {len(log)} URLs: {per_url:.3f} s per URL / "
+            f"(latency + {DELAY} s) = {per_url / (latency + DELAY):.3f} (target <= 1.05)"
+        ]
+        query = "base=0.2&per=0.5&window=2"
+        rows = [site.url(busy, f"/busy?{query}&run=busy&i={i}") for i in range(per_host)]
+        crawl_log = tmp / "busy.log"
+        crawl(
+            write_csv(tmp / "busy.csv", rows),
+            tmp / "busy.jsonl",
+            "LOG_LEVEL=INFO",
+            "AUTOTHROTTLE_DEBUG=True",
+            f"LOG_FILE={crawl_log}",
+        )
+        log = sorted(run_log(site, "busy"), key=lambda e: e["t_arrival"])
+        latencies = [e["t_departure"] - e["t_arrival"] for e in log]
+        # AutoThrottle's own debug line per answer: "slot: <host> | ... delay: <ms> ms ..."
+        delays = [
+            float(m.group(1)) / 1000
+            for m in re.finditer(
+                r"slot: \S+ \| conc:\s*\d+ \| delay:\s*(\d+) ms", crawl_log.read_text()
+            )
+        ]
+        late = latencies[len(latencies) // 2 :]
+        late_gap = statistics.mean(gaps(log[len(log) // 2 :]))
+        first_delay = delays[0] if delays else 0.0
+        late_delay = statistics.mean(delays[len(delays) // 2 :]) if delays else 0.0
+        lines.append(
+            f"8. a host slower the faster it is asked: latency {latencies[0]:.2f} s at first, "
+            f"{statistics.mean(late):.2f} s under our pace; AutoThrottle's delay "
+            f"{first_delay:.2f} -> {late_delay:.2f} s; {late_gap:.3f} s per URL / "
+            f"(latency + {DELAY} s) = {late_gap / (statistics.mean(late) + DELAY):.3f} "
+            "(the pace follows the latency: about 1)"
+        )
+    return lines
 
 
 def million(tmp: Path) -> list[str]:

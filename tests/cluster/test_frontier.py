@@ -257,6 +257,27 @@ def test_next_is_max_of_dispatch_done_and_until(client: redis.Redis, job: Cluste
     assert claim.wait is not None and 0 < claim.wait <= DELAY
 
 
+def test_the_start_delay_counts_from_dispatch_and_the_gap_from_the_answer(
+    client: redis.Redis, job: ClusterJob
+) -> None:
+    # AutoThrottle's delay (a 60 s latency, say) is between two starts; after the answer only
+    # the 300 ms gap is kept, so a slow host costs its latency plus the gap, not twice it.
+    f = frontier(client)
+    f.push([("a", task("a", 1)), ("a", task("a", 2))])
+    (lease,) = f.claim(1, ttl=TTL, delay=DELAY).leases
+    dispatch = host_state(client, "a")["dispatch"]
+    f.complete_result(lease, "{}", delay=60.0, gap=DELAY)
+    state = host_state(client, "a")
+    assert state["next"] == max(dispatch + 60_000, state["done"] + 300) == dispatch + 60_000
+    assert f.claim(1, ttl=TTL, delay=DELAY).leases == ()  # not before the start delay
+    # A gap longer than the start delay (a Crawl-delay) wins after the answer.
+    f.push([("b", task("b", 3)), ("b", task("b", 4))])
+    (lease,) = f.claim(1, ttl=TTL, delay=DELAY).leases
+    f.complete_result(lease, "{}", delay=DELAY, gap=45.0)
+    state = host_state(client, "b")
+    assert state["next"] == state["done"] + 45_000
+
+
 def test_backoff_pauses_the_host_for_every_process(client: redis.Redis, job: ClusterJob) -> None:
     one, two = frontier(client, "w1"), frontier(client, "w2")
     one.push([("a", task("a", 1)), ("a", task("a", 2)), ("b", task("b", 3))])

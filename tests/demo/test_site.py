@@ -293,6 +293,21 @@ def test_delay_does_not_hold_up_other_requests(server: SiteServer) -> None:
         assert time.monotonic() - started >= 0.6
 
 
+def test_busy_answers_slower_the_more_it_was_asked_lately(server: SiteServer) -> None:
+    host = {"Host": f"busy-{unique()}.test"}  # a host of its own: the count is per host
+    bodies = [fetch(server, A, "/busy?base=0&per=0.01&window=60", headers=host)[2] for _ in "abc"]
+    assert [
+        b"(0 requests" in bodies[0],
+        b"(1 requests" in bodies[1],
+        b"(2 requests" in bodies[2],
+    ] == [
+        True,
+        True,
+        True,
+    ]
+    assert fetch(server, A, "/busy?per=x", headers=host)[0] == 400
+
+
 def test_meta_refresh(server: SiteServer) -> None:
     status, _, body = fetch(server, A, "/meta-refresh?to=%2Fnew%3Fa%3D1%26b%3D2&delay=0")
     assert status == 200

@@ -160,19 +160,22 @@ class LeaseDispatch(Generic[T]):
             self.hooks.inc("urlcheck/cluster/stale_dropped")
             return False
         host = host_key(task.target)
-        delay = process.delay_for(lease.host)
+        delay, gap = process.delay_for(lease.host), process.gap_for(lease.host)
         pace = process.pace_event(lease.host)
         frontier = process.frontier
         after, asked = then(), process.book.clock()
         try:
             if host != lease.host or len(task.chain) > len(lease.task.chain):
-                done = frontier.complete_hop(lease, host, task, delay=delay, then=after, pace=pace)
+                done = frontier.complete_hop(
+                    lease, host, task, delay=delay, gap=gap, then=after, pace=pace
+                )
                 self.hooks.inc("urlcheck/cluster/hops")
             else:
                 done = frontier.complete_retry(
                     lease,
                     task,
                     delay=delay,
+                    gap=gap,
                     backoff=self._backoff.pop(lease.host, 0.0),
                     strikes=task.retry_times,
                     then=after,

@@ -191,12 +191,13 @@ class Frontier(ClusterBoundary):
         line: str,
         *,
         delay: float,
+        gap: float | None = None,
         then: Then | None = None,
         pace: PaceEvent | None = None,
     ) -> Completion:
         """The row's chain ended: ``line`` is its results.jsonl line. Committed at most once
         per row, whoever sends it and however often."""
-        return self._complete(lease, "result", line, delay=delay, then=then, pace=pace)
+        return self._complete(lease, "result", line, delay=delay, gap=gap, then=then, pace=pace)
 
     def complete_hop(
         self,
@@ -205,6 +206,7 @@ class Frontier(ClusterBoundary):
         next_task: Task,
         *,
         delay: float,
+        gap: float | None = None,
         then: Then | None = None,
         pace: PaceEvent | None = None,
     ) -> Completion:
@@ -212,7 +214,7 @@ class Frontier(ClusterBoundary):
         queue (dropped when this lease had expired: the re-queued copy redoes the hop)."""
         entry = encode_entry(next_task)
         return self._complete(
-            lease, "hop", entry, delay=delay, next_host=next_host, then=then, pace=pace
+            lease, "hop", entry, delay=delay, gap=gap, next_host=next_host, then=then, pace=pace
         )
 
     def complete_retry(
@@ -221,6 +223,7 @@ class Frontier(ClusterBoundary):
         task: Task,
         *,
         delay: float,
+        gap: float | None = None,
         backoff: float = 0.0,
         strikes: int = 0,
         then: Then | None = None,
@@ -233,6 +236,7 @@ class Frontier(ClusterBoundary):
             "retry",
             encode_entry(task),
             delay=delay,
+            gap=gap,
             backoff=backoff,
             strikes=strikes,
             then=then,
@@ -256,12 +260,17 @@ class Frontier(ClusterBoundary):
         payload: str,
         *,
         delay: float,
+        gap: float | None = None,
         backoff: float = 0.0,
         strikes: int = 0,
         next_host: str = "",
         then: Then | None = None,
         pace: PaceEvent | None = None,
     ) -> Completion:
+        """``delay`` is the least time between two request starts to the host (DOWNLOAD_DELAY,
+        AutoThrottle, Crawl-delay), ``gap`` the least time from this answer to the next start
+        (DOWNLOAD_DELAY, Crawl-delay; ``delay`` when not given); Redis raises both to the
+        host's learned pace."""
         retry_after = "-1" if pace is None or pace.retry_after is None else repr(pace.retry_after)
         reply = self.scripts.run(
             "complete",
@@ -281,6 +290,7 @@ class Frontier(ClusterBoundary):
             "" if pace is None else pace.kind,
             retry_after,
             *self.pace.args(),
+            _ms(delay if gap is None else gap),
             hosts=(lease.host, next_host),
         )
         claim = _claim(reply[2:]) if then and then.n > 0 else None

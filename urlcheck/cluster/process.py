@@ -76,9 +76,15 @@ class JobProcess:
         )
 
     def delay_for(self, host: str) -> float:
-        """The per-host delay this process would keep, sent with each completion (Redis raises
-        it to the host's learned pace): ``DOWNLOAD_DELAY``, or the host's robots.txt
-        Crawl-delay when longer."""
+        """The least time between two request starts to ``host`` this process would keep, sent
+        with each completion (Redis raises it to the host's learned pace): ``DOWNLOAD_DELAY``,
+        or the host's robots.txt Crawl-delay when longer."""
+        return self.gap_for(host)
+
+    def gap_for(self, host: str) -> float:
+        """The least time from an answer of ``host`` to the next request's start: the same
+        floor and Crawl-delay, never AutoThrottle's latency-based delay (counted from the end
+        too, a host answering in 1 s would cost 2 s a URL; docs/politeness.md)."""
         return max(self.config.delay, self.backoff.pace.asked(host))
 
     def job_hosts(self) -> dict[str, JobHost] | None:

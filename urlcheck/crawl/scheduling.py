@@ -9,13 +9,15 @@ backing off. Requests that are not ready stay here, costing no place. A host's d
 larger of its Scrapy slot delay and the pace learned from its 429s
 (:mod:`urlcheck.politeness.pace`).
 
-Scrapy counts the delay between *dispatches*, but a request can reach the server later than
-its dispatch: the first one to a host also opens the connection, and an event-loop stall can
-hold bytes back (measured: the next request then arrived 236-272 ms after it, for a 300 ms
-delay). The one time known to be after the previous request's arrival is the end of its
-download, so the delay is counted from there as well: every gap at the server is at least
-the delay. With one request in flight per host this costs one response latency per request
-(a few ms on fast hosts).
+Two gaps are kept per host. Scrapy counts its slot delay between *dispatches* (AutoThrottle
+raises it toward the host's latency), but a request can reach the server later than its
+dispatch: the first one to a host also opens the connection, and an event-loop stall can hold
+bytes back (measured: the next request then arrived 236-272 ms after it, for a 300 ms delay).
+The one time known to be after the previous request's arrival is the end of its download, so
+the floor (``DOWNLOAD_DELAY``) and the learned pace are counted from there as well: every gap at
+the server is at least the floor. AutoThrottle's delay is counted from the dispatch only, as
+Scrapy means it: counted from the end too, a host that answers in 1 s would wait 1 s more after
+each answer (2 s per URL where the design's pace is the answer plus 300 ms).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class PoliteHostQueue(DownloaderAwarePriorityQueue):
         )
         internals.check(crawler.engine, self)
         self._backoff = runtime(crawler).backoff
+        self._floor = self._backoff.config.delay_floor  # DOWNLOAD_DELAY
         self._downloader = internals.queue_downloader(self)
         self._wakeup: CallLaterResult | None = None
         self._wakeup_at = 0.0
@@ -79,12 +82,13 @@ class PoliteHostQueue(DownloaderAwarePriorityQueue):
             slot = internals.slot_times(downloader, key)
             if busy.get(key, 0) >= (slot.concurrency if slot else default_concurrency):
                 continue  # its download finishing schedules the engine again
-            ready_at = self._backoff.paused_until(key)
             # The learned pace outlives Scrapy's slot (collected after 60 s idle).
-            delay = max(slot.delay if slot else 0.0, self._backoff.pace.delay(key))
-            if delay:
-                since = max(slot.lastseen if slot else 0.0, self._done_at.get(key, 0.0))
-                ready_at = max(ready_at, since + delay)
+            pace = self._backoff.pace.delay(key)
+            ready_at = max(
+                self._backoff.paused_until(key),
+                (slot.lastseen if slot else 0.0) + max(slot.delay if slot else 0.0, pace),
+                self._done_at.get(key, 0.0) + max(self._floor, pace),
+            )
             if ready_at > now:
                 wake = min(wake, ready_at)
                 continue

@@ -265,6 +265,27 @@ async def delay(exchange: Exchange, seconds: str) -> Reply:
     return page(200, f"answered after {seconds} s")
 
 
+# host -> arrival times (monotonic) of its /busy requests, for the latency that grows with load
+_BUSY: dict[str, list[float]] = {}
+
+
+@route("/busy")
+async def busy(exchange: Exchange) -> Reply:
+    """200 after `base` + `per` s for every /busy request to this host in the last `window` s:
+    a server that answers slower the faster it is asked."""
+    base = _float(exchange.request.arg("base"), "base", 0.0, 60.0, 0.2)
+    per = _float(exchange.request.arg("per"), "per", 0.0, 60.0, 0.5)
+    window = _float(exchange.request.arg("window"), "window", 0.0, 600.0, 2.0)
+    now = asyncio.get_running_loop().time()
+    recent = [t for t in _BUSY.get(exchange.host, ()) if t > now - window]
+    _BUSY[exchange.host] = [*recent, now]
+    wait = base + per * len(recent)
+    await asyncio.sleep(wait)
+    return page(
+        200, f"answered after {wait:.3f} s ({len(recent)} requests in the last {window:g} s)"
+    )
+
+
 @route("/meta-refresh")
 async def meta_refresh(exchange: Exchange) -> Reply:
     """200 HTML with <meta http-equiv="refresh" content="<delay>;url=<to>">."""

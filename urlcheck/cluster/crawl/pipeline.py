@@ -51,6 +51,7 @@ class ClusterResultsPipeline:
                     lease,
                     line,
                     delay=runtime.delay_for(lease.host),
+                    gap=runtime.gap_for(lease.host),
                     then=then,
                     pace=runtime.pace_event(lease.host),
                 )

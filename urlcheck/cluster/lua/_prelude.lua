@@ -117,10 +117,11 @@ local function pace_step(h, event, retry_after, rule)
 end
 
 -- The gap rule: the next request to a host starts no earlier than `delay` after the previous
--- one's dispatch and after the end of its download, and not before a back-off ends. `delay` is
--- the completing process's (DOWNLOAD_DELAY, AutoThrottle), raised to the host's learned pace,
--- which `pace` (the answer's event, and the rule in seconds) updates first.
-local function set_next(host, now, delay, backoff_ms, strikes, pace)
+-- one's dispatch, `gap` after the end of its download, and not before a back-off ends. Both are
+-- the completing process's (`delay`: DOWNLOAD_DELAY, AutoThrottle, Crawl-delay; `gap`:
+-- DOWNLOAD_DELAY, Crawl-delay), raised to the host's learned pace, which `pace` (the answer's
+-- event, and the rule in seconds) updates first.
+local function set_next(host, now, delay, gap, backoff_ms, strikes, pace)
   local h = hkey(host)
   if redis.call('HEXISTS', K.down, host) == 1 then
     -- Given up on for the job: no process sends it another request, so its other rows,
@@ -141,8 +142,9 @@ local function set_next(host, now, delay, backoff_ms, strikes, pace)
   end
   if pace.event == 'fast' then redis.call('HINCRBY', K.fast, host, 1) end
   local learned = pace_step(h, pace.event, pace.retry_after, pace.rule)
-  delay = math.max(delay, math.floor(learned * 1000 + 0.5))
-  local nxt = math.max(dispatch + delay, now + delay, until_)
+  local learned_ms = math.floor(learned * 1000 + 0.5)
+  delay = math.max(delay, learned_ms)
+  local nxt = math.max(dispatch + delay, now + math.max(gap, learned_ms), until_)
   redis.call('HSET', h, 'done', string.format('%d', now), 'next', string.format('%d', nxt),
     'delay', string.format('%d', delay))
   redis.call('PEXPIRE', h, math.max(until_ - now, 0) + HOST_STATE_TTL_MS)

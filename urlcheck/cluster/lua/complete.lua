@@ -1,6 +1,6 @@
 -- complete(host, token, kind, delay_ms, backoff_ms, strikes, row, payload, next_host, owner,
 --          ttl_ms, claim_n, reap_limit, pace_event, retry_after, floor, maximum, ease_after,
---          min_step, converged, forget_after)
+--          min_step, converged, forget_after, gap_ms)
 --   -> {owned, committed, then the reply of claim(owner, ttl_ms, claim_n) when claim_n > 0}
 -- KEYS: ..., q:<host> h:<host> of host and next_host
 -- kind: result (payload = the results.jsonl line), hop (payload = the next task entry, queued at
@@ -13,6 +13,7 @@
 local host, token, kind = ARGV[1], ARGV[2], ARGV[3]
 local delay, backoff_ms, strikes = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local row, payload, next_host = tonumber(ARGV[7]), ARGV[8], ARGV[9]
+local gap = tonumber(ARGV[22])
 local now = now_ms()
 local pace = {event = ARGV[14], retry_after = tonumber(ARGV[15]), rule = {
   floor = tonumber(ARGV[16]), maximum = tonumber(ARGV[17]), ease_after = tonumber(ARGV[18]),
@@ -24,7 +25,7 @@ local owned = false
 if host ~= '' then
   local value = redis.call('HGET', K.inflight, host)
   owned = value ~= false and string.sub(value, 1, #token + 1) == token .. '|'
-  local nxt = set_next(host, now, delay, backoff_ms, strikes, pace)
+  local nxt = set_next(host, now, delay, gap, backoff_ms, strikes, pace)
   if owned then
     redis.call('HDEL', K.inflight, host)
     redis.call('ZREM', K.leases, host)
