@@ -24,6 +24,7 @@ from urlcheck.proxypool import (
     PoolConfig,
     PoolSnapshot,
     ProxyPool,
+    SessionLost,
 )
 
 from . import sim
@@ -71,18 +72,25 @@ def drive(
     """Acquire, answer, release, `steps` times; returns (requests, successes)."""
     ok = 0
     next_probe = clock(pool).now
+    sent = 0
     for index in range(steps):
         site = sites[rng.randrange(len(sites))]
-        lease = pool.acquire(site, key(index))
+        try:
+            lease = pool.acquire(site, key(index))
+        except SessionLost:
+            # the key's proxy left: its session ended (session_loss=end), nothing was sent
+            clock(pool).advance(interval)
+            continue
         outcome = behave(lease.proxy.id, site, clock(pool).now, rng)
         pool.release(lease, outcome)
+        sent += 1
         ok += outcome.ok
         clock(pool).advance(interval)
         if probe is not None and clock(pool).now >= next_probe:
             next_probe = clock(pool).now + 1.0
             for task in pool.due_probes():
                 pool.report_probe(task.proxy.id, task.control_url, probe(task.proxy.id, ""), 0.1)
-    return steps, ok
+    return sent, ok
 
 
 def noise(rate: float) -> Behaviour:
@@ -293,7 +301,7 @@ def test_three_proxies_bench_the_dead_one() -> None:
 
 
 def test_site_bench_moves_only_that_sites_requests_of_a_session() -> None:
-    pool = new_pool(10, PoolConfig(session_ttl=300.0), seed=51)
+    pool = new_pool(10, PoolConfig(session_ttl=300.0, session_loss="move"), seed=51)
     rng = random.Random(51)
     home = pool.acquire("b.example", "account-17")
     pool.release(home, OK)

@@ -81,7 +81,9 @@ def bench(url: str) -> None:
 
 def sticky(url: str, key: str) -> None:
     """The proxy the key's session is on."""
-    lease = pool(url).acquire("site.test", key=key)
+    p = pool(url)
+    lease = p.acquire("site.test", key=key)
+    p.release(lease, OK)  # (a cap of 1: the other process's lease of the key waits for it)
     print(json.dumps({"proxy": lease.proxy.id}), flush=True)
 
 
