@@ -422,6 +422,12 @@ class ProxyPool:
                 raise
             if not done.ok:
                 assert done.shared is not None
+                # our benches were not written: the shared ones are the truth
+                for site, proxy_id, until in benches:
+                    site_rec = books.sites.get(site)
+                    pair = site_rec.pairs.get(proxy_id) if site_rec is not None else None
+                    if pair is not None and pair.benched_until == until:
+                        pair.benched_until = 0.0
                 self._adopt(done.shared)
                 kept = [e for e in events if not isinstance(e, Transition | PairBenched)]
                 if len(kept) < len(events):
@@ -453,7 +459,7 @@ class ProxyPool:
             rec = books.proxies.get(proxy_id)
             if rec is not None and until > now:
                 pair = books.site(site, now).pair(proxy_id, books.config)
-                if pair.benched_until < until:
+                if pair.benched_until != until:
                     pair.benched_until = until
                     rec.benched_on(site, until)
         books.dirty.clear()

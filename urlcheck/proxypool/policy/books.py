@@ -224,8 +224,11 @@ class Books:
         self.next_maintenance = -math.inf
         self.next_sweep = -math.inf
         self.next_outlier = -math.inf
+        # the typical failure rate (`judge.noise_level`), measured once a second: failures and
+        # outcomes pooled, and each proxy's part of them (left out when it is judged)
         self.noise_at = -math.inf
-        self.noise_value = 0.0
+        self.noise_fails = self.noise_total = 0.0
+        self.noise_parts: dict[str, tuple[float, float]] = {}
         # changes other processes must see, for the store to commit: proxy ids whose state
         # changed, and (site, proxy id, until) benches
         self.dirty: set[str] = set()

@@ -28,6 +28,7 @@ __all__ = [
     "check_faults",
     "check_recoveries",
     "judge_pair",
+    "measure_noise",
     "noise_level",
 ]
 
@@ -45,7 +46,7 @@ def after_failure(
     if state is State.QUARANTINED or state is State.DEAD:
         return  # a fallback lease: nothing more to learn
     entries = site_rec.entries
-    noise = noise_level(b, now)
+    noise = noise_level(b, now, rec.id)
     if not cell:
         certain = bool(code & PROXY_FAULT)
         if state is State.PROBING and (certain or half_open_verdict(b, rec, entries, now)):
@@ -200,15 +201,28 @@ def own_success(b: Books, window: Window) -> float:
     return min(burst, window.success_rate(cfg.soft_failure_weight))
 
 
-def noise_level(b: Books, now: float) -> float:
-    """Failure rate of a typical proxy in service: what chance alone produces right now.
-    Cached for a second."""
-    if now - b.noise_at < MAINTENANCE_EVERY:
-        return b.noise_value
+def noise_level(b: Books, now: float, exclude: str | None = None) -> float:
+    """Failure rate of a typical proxy in service: what chance alone produces right now,
+    leaving out ``exclude``, the proxy being judged: its own failures are what the rules look
+    for, not the background (counted in, a failing proxy in a small pool raised the bar of
+    "3 of 5" to 4). Measured once a second."""
+    if now - b.noise_at >= MAINTENANCE_EVERY:
+        measure_noise(b, now)
+    fails, total = b.noise_fails, b.noise_total
+    if exclude is not None:
+        part = b.noise_parts.get(exclude)
+        if part is not None:
+            fails -= part[0]
+            total -= part[1]
+    return fails / total if total > 0 else 0.0
+
+
+def measure_noise(b: Books, now: float) -> None:
     cfg = b.config
     # Pooled over the proxies that are not failing outright: the bad ones are what the
     # rules look for, not part of the background.
     fails = total = 0.0
+    parts: dict[str, tuple[float, float]] = {}
     failing: set[str] = set()
     for r in b.cands:
         window = r.window
@@ -221,17 +235,25 @@ def noise_level(b: Books, now: float) -> float:
         elif n >= cfg.min_outcomes:
             fails += bad
             total += n
+            parts[r.id] = (bad, n)
     if total < len(b.pool):
         # Too little per-proxy history yet (a fresh pool): take the pool's recent outcomes,
         # leaving out those of proxies failing outright and the red cells of green rows.
         fails = total = 0.0
+        counts: dict[str, list[float]] = {}
         for _, proxy_id, code, _ in b.pool:
             if proxy_id not in failing and not code & CELL:
                 total += 1
                 fails += code & FAIL
+                count = counts.get(proxy_id)
+                if count is None:
+                    counts[proxy_id] = [code & FAIL, 1.0]
+                else:
+                    count[0] += code & FAIL
+                    count[1] += 1
+        parts = {pid: (f, n) for pid, (f, n) in counts.items()}
     b.noise_at = now
-    b.noise_value = fails / total if total else 0.0
-    return b.noise_value
+    b.noise_fails, b.noise_total, b.noise_parts = fails, total, parts
 
 
 def judge_pair(b: Books, case: PairCase, reason: str, now: float, events: list[Event]) -> None:

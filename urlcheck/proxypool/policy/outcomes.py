@@ -98,7 +98,7 @@ def record(  # noqa: PLR0917
         if code:
             # rate limited: soft, and for this pair only
             if pair.window.n >= cfg.min_outcomes:
-                tripped = health.trip(pair.window, cfg, noise_level(b, now))
+                tripped = health.trip(pair.window, cfg, noise_level(b, now, rec.id))
                 if tripped is not None:
                     case = PairCase(rec, site, site_rec, pair)
                     judge_pair(b, case, tripped.reason, now, events)

@@ -47,9 +47,8 @@ def green_row(row: Sequence[tuple[str, int]], site: str, cfg: PoolConfig) -> boo
     ``row`` is (site, failed) of the proxy's latest outcomes, oldest first. Green: it worked on
     other sites, failed there at most once in its last ``recent_window`` outcomes (one error is
     never a signal), and at most once plus ``1 - degrade_below`` of its outcomes there overall
-    (a record that would not degrade it). A proxy too new to tell (``recent_window`` outcomes or
-    fewer) gets the benefit of the doubt; one that served nothing else lately has no other
-    cell: its cell is its row.
+    (a record that would not degrade it). A proxy that has not worked elsewhere lately (a new
+    one, a dead one) has no green cell to compare with: its cell is its row.
     """
     outcomes = failures = recent = 0
     last = len(row)
@@ -61,7 +60,7 @@ def green_row(row: Sequence[tuple[str, int]], site: str, cfg: PoolConfig) -> boo
         failures += failed
         if last - index <= cfg.recent_window:
             recent += failed
-    if outcomes == failures and last > cfg.recent_window:
+    if outcomes == failures:
         return False  # worked nowhere else lately
     return recent < 2 and failures <= 1 + (1.0 - cfg.degrade_below) * outcomes
 

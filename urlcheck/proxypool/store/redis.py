@@ -240,11 +240,13 @@ class RedisStore(PoolStore, Boundary):
     def load(self, now: float) -> Shared:
         k = self._k
         with self.link.pipeline(transaction=True) as pipe:
-            pipe.hmget(k["meta"], "gen", "reg")
+            pipe.hmget(k["meta"], "gen", "reg", "seen")
             pipe.hgetall(k["states"])
             pipe.hgetall(k["benches"])
             pipe.hgetall(k["proxies"])
-            (gen, reg), states, benches, proxies = pipe.execute()
+            (gen, reg, seen), states, benches, proxies = pipe.execute()
+        if self._seen < 0:  # the news from now on
+            self._seen = int(seen or 0)
         reset = int(reg or 0) < int(self._reg)
         self._reg = reg or "0"
         flat_states = [x for item in states.items() for x in item]
