@@ -227,8 +227,8 @@ class Books:
         # the typical failure rate (`judge.noise_level`), measured once a second: failures and
         # outcomes pooled, and each proxy's part of them (left out when it is judged)
         self.noise_at = -math.inf
-        self.noise_fails = self.noise_total = 0.0
-        self.noise_parts: dict[str, tuple[float, float]] = {}
+        self.noise_fails = self.noise_captchas = self.noise_total = 0.0
+        self.noise_parts: dict[str, tuple[float, float, float]] = {}
         # changes other processes must see, for the store to commit: proxy ids whose state
         # changed, and (site, proxy id, until) benches
         self.dirty: set[str] = set()

@@ -11,8 +11,8 @@ from urlcheck.proxypool.policy.judge import (
     check_faults,
     check_recoveries,
     judge_pair,
-    noise_level,
 )
+from urlcheck.proxypool.policy.noise import noise_level
 from urlcheck.proxypool.policy.states import check_degraded, kill, reweigh, set_state
 from urlcheck.proxypool.rules import blame, health
 from urlcheck.proxypool.rules.health import State
@@ -129,6 +129,15 @@ def record(  # noqa: PLR0917
             return events
         after_success(b, rec, pair, now, events)
     else:
+        # A failure rate most proxies meet on this site, at any level, is the site's: a
+        # failure at that rate counts against no proxy, only in the pair's window (which is
+        # judged against the site's rate), unless the pair does clearly worse.
+        site_rates = None
+        if not code & PROXY_FAULT:
+            site_rates = blame.shared_site_rates(site_rec.entries, rec.id)
+            if site_rates is not None and not health.worse_than(pair.window, cfg, site_rates[0]):
+                b.pool[-1] = (now, rec.id, code | CELL, site)  # not the background noise either
+                return events
         # A red cell in a green row counts against the pair only; the proxy's own window
         # takes the failures that span its row, and those that are certainly its own.
         cell = (
@@ -154,7 +163,7 @@ def record(  # noqa: PLR0917
                 rec.fault_since = now
             rec.fault_streak += 1
         case = PairCase(rec, site, site_rec, pair)
-        after_failure(b, case, code=code, cell=cell, now=now, events=events)
+        after_failure(b, case, code=code, cell=cell, now=now, events=events, site_rates=site_rates)
         if cell:
             return events
     reweigh(b, rec)
