@@ -49,7 +49,8 @@ def green_row(row: Sequence[tuple[str, int]], site: str, cfg: PoolConfig) -> boo
     other sites, failed there at most once in its last ``recent_window`` outcomes (one error is
     never a signal), and at most once plus ``1 - degrade_below`` of its outcomes there overall
     (a record that would not degrade it). A proxy that has not worked elsewhere lately (a new
-    one, a dead one) has no green cell to compare with: its cell is its row.
+    one, a dead one) has no green cell to compare with: its cell is its row, and its first
+    failure counts for it (a dead proxy is out after 3, as in a single-site pool).
     """
     outcomes = failures = recent = 0
     last = len(row)
