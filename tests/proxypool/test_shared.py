@@ -206,7 +206,9 @@ def test_a_quarantine_a_degrade_and_a_cell_look_the_same_from_every_process(
     tell(procs)  # every process is done: the log is complete, the snapshots may be taken
     seen = [first_line(p) for p in procs]
     assert [finish(p) for p in procs] == [0, 0, 0, 0]
-    dead, slow, blocked = seen[0]["ids"]  # type: ignore[misc]
+    ids = seen[0]["ids"]
+    assert isinstance(ids, list)
+    dead, slow, blocked = (str(x) for x in ids)
     views = []
     for result in seen:
         snapshot = result["snapshot"]

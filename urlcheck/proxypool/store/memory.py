@@ -93,8 +93,8 @@ class MemoryStore(PoolStore):
             if session is not None and session[1] > now:
                 held = session[0]
                 if self._usable(held, site, now):
-                    cap = self._caps[held]
-                    if cap and self.config.hard_lease_cap and self._active[held] >= cap:
+                    held_cap = self._caps[held]
+                    if held_cap and self.config.hard_lease_cap and self._active[held] >= held_cap:
                         return 0, None, False, False, None, True  # the session waits its turn
                     proxy_id = held
                     self._sessions[key] = (held, now + self.config.session_ttl)
