@@ -19,6 +19,7 @@ from twisted.internet.error import TCPTimedOutError
 
 from urlcheck.check.addressguard import BlockedAddressError
 from urlcheck.crawl import meta as m
+from urlcheck.crawl.failures import ProxySessionLostError, classify_exception
 from urlcheck.middlewares.proxy import ProxyPoolMiddleware
 from urlcheck.proxypool import Lease
 
@@ -198,3 +199,38 @@ async def test_a_request_refused_before_it_left_is_not_held_against_the_proxy() 
     assert stats(mw)["urlcheck/proxy/released/not_sent"] == 1
     assert all(not p["outcomes"] for p in mw.pool.snapshot()["proxies"])
     assert mw.pool.snapshot()["totals"]["leases_active"] == 0
+
+
+@deferred_f_from_coro_f
+async def test_a_session_whose_proxy_left_ends_with_the_rows_session_lost_error() -> None:
+    """URLCHECK_PROXY_SESSION_LOSS=end (the default): a request of a sticky session whose
+    proxy left is not sent from another address; the row records why."""
+    mw = build()
+    first = Request(URL)
+    await mw.process_request(first)  # sticky per host: the host's session starts
+    lease = first.meta[m.LEASE]
+    mw.process_response(first, response(first))
+    mw.pool.remove(lease.proxy.id)
+    later = Request(URL)
+    with pytest.raises(ProxySessionLostError, match="proxy session lost") as caught:
+        await mw.process_request(later)
+    assert classify_exception(caught.value)[0] == "session_lost"
+    assert "proxy" not in later.meta
+    assert stats(mw)["urlcheck/proxy/sessions_lost"] == 1
+    again = Request(URL)  # the host's next request starts a new session
+    await mw.process_request(again)
+    assert again.meta["proxy"] != lease.proxy.url
+
+
+@deferred_f_from_coro_f
+async def test_with_session_loss_move_the_session_goes_on_elsewhere_and_says_so() -> None:
+    mw = build(URLCHECK_PROXY_SESSION_LOSS="move")
+    first = Request(URL)
+    await mw.process_request(first)
+    lease = first.meta[m.LEASE]
+    mw.process_response(first, response(first))
+    mw.pool.remove(lease.proxy.id)
+    later = Request(URL)
+    await mw.process_request(later)
+    assert later.meta[m.LEASE].session_lost
+    assert stats(mw)["urlcheck/proxy/sessions_lost"] == 1

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from urlcheck.proxypool import (
     ErrorKind,
     Lease,
+    LeaseCapReached,
     ManualClock,
     MemoryStore,
     Outcome,
@@ -22,6 +23,7 @@ from urlcheck.proxypool import (
     PoolStore,
     Proxy,
     ProxyPool,
+    SessionLost,
 )
 
 # The store every pool made here gets: the `pool_store` fixture (conftest.py) sets it, so that
@@ -96,6 +98,7 @@ class Sim:
     inflight: deque[Lease] = field(init=False, default_factory=deque)
     requests: int = 0
     successes: int = 0
+    lost: int = 0  # requests not sent: their sticky session ended (SessionLost)
     per_site: Counter[str] = field(default_factory=Counter)
     per_site_ok: Counter[str] = field(default_factory=Counter)
     per_proxy: Counter[str] = field(default_factory=Counter)
@@ -120,10 +123,23 @@ class Sim:
     def site_success(self, site: str) -> float:
         return self.per_site_ok[site] / self.per_site[site]
 
-    def step(self) -> Lease:
+    def step(self) -> Lease | None:
         site = self.sites[self.rng.randrange(len(self.sites))]
         key = self.keys[self.rng.randrange(len(self.keys))] if self.keys else None
-        lease = self.pool.acquire(site, key)
+        while True:
+            try:
+                lease = self.pool.acquire(site, key)
+                break
+            except SessionLost:
+                # the key's proxy left and its session ended: this request is not sent
+                self.lost += 1
+                self.clock.advance(self.interval)
+                return None
+            except LeaseCapReached:
+                if key is None or not self.inflight:
+                    raise
+                # the key's proxy is at its cap: the session waits for a request to end
+                self.finish(self.inflight.popleft())
         self.inflight.append(lease)
         if len(self.inflight) > self.concurrency:
             self.finish(self.inflight.popleft())

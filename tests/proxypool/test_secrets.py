@@ -60,11 +60,11 @@ def test_credentials_never_in_any_output(caplog: pytest.LogCaptureFixture) -> No
         sim.run(3000)
         # keyless traffic too: three sticky keys need not land on the 407 proxy
         Sim(pool, behave, ["a.example", "down.example"], probe=probe).run(500)
-        leases = [pool.acquire("a.example", "k") for _ in range(3)]  # left to expire
+        leases = [pool.acquire("a.example", f"k{i}") for i in range(3)]  # left to expire
         outputs.extend(repr(lease) for lease in leases)
         outputs.extend(str(lease) for lease in leases)
         clock.advance(120)
-        pool.acquire("a.example", "k")
+        pool.acquire("a.example", "k0")
         pool.remove(ids[2])
         outputs.extend(repr(task) for task in pool.due_probes())
         pool.release(leases[0], OK)

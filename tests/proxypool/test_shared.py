@@ -53,6 +53,20 @@ def first_line(proc: subprocess.Popen[str]) -> dict[str, object]:
     return result
 
 
+def tell(procs: list[subprocess.Popen[str]]) -> None:
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+
+
+def go(procs: list[subprocess.Popen[str]]) -> None:
+    """Start the workers' traffic together, once each has its pool."""
+    for proc in procs:
+        assert first_line(proc) == {"ready": True}
+    tell(procs)
+
+
 def finish(proc: subprocess.Popen[str]) -> int:
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.close()
@@ -162,3 +176,58 @@ def test_a_pair_benched_in_one_process_steers_the_others(
             observer.release(lease, OK)
     assert target not in on_blocked
     assert target in elsewhere
+
+
+# ---------------------------------------------------------------- the fleet judges as one
+
+
+def test_four_processes_bench_a_proxy_that_always_times_out_within_6_failures(
+    server: RedisServer,
+) -> None:
+    """Each process judges from everyone's outcomes (the store's log): a proxy that always
+    times out is quarantined after about as many failures, fleet-wide, as one process needs
+    alone (3 of the last 5), plus those already in flight; the issue measured 14-18 before."""
+    procs = [start(server.url, "fleet", "400") for _ in range(4)]
+    go(procs)
+    results = [first_line(p) for p in procs]
+    assert [finish(p) for p in procs] == [0, 0, 0, 0]
+    assert all(r["state"] == "quarantined" for r in results)  # every process sees it
+    failures = sum(int(r["failures"]) for r in results)  # type: ignore[call-overload]
+    assert 3 <= failures <= 6
+
+
+def test_a_quarantine_a_degrade_and_a_cell_look_the_same_from_every_process(
+    server: RedisServer,
+) -> None:
+    procs = [start(server.url, "world", "600") for _ in range(4)]
+    go(procs)
+    for proc in procs:
+        assert first_line(proc) == {"done": True}
+    tell(procs)  # every process is done: the log is complete, the snapshots may be taken
+    seen = [first_line(p) for p in procs]
+    assert [finish(p) for p in procs] == [0, 0, 0, 0]
+    ids = seen[0]["ids"]
+    assert isinstance(ids, list)
+    dead, slow, blocked = (str(x) for x in ids)
+    views = []
+    for result in seen:
+        snapshot = result["snapshot"]
+        proxies = {x["id"]: x for x in snapshot["proxies"]}  # type: ignore[index]
+        cell = snapshot["matrix"]["a.test"][blocked]  # type: ignore[index]
+        views.append(
+            (
+                proxies[dead]["state"],
+                proxies[dead]["quarantined_until"],
+                proxies[slow]["state"],
+                proxies[blocked]["state"],
+                cell["outcomes"],
+                cell["success_rate"],
+                cell["benched_until"],
+                snapshot["totals"]["outcomes_total"],  # type: ignore[index]
+            )
+        )
+    assert views[0][0] == "quarantined"
+    assert views[0][2] == "degraded"
+    assert views[0][3] in ("healthy", "degraded")  # blocked by one site: the pair only
+    assert views[0][6] is not None  # benched for that site
+    assert views.count(views[0]) == 4, views  # the same, whoever looks

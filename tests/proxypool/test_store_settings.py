@@ -40,3 +40,16 @@ def test_a_redis_store_and_a_pool_name() -> None:
 def test_bad_values_name_the_setting(name: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("{", r"\{").replace("}", r"\}")):
         parse(**{name: value})
+
+
+def test_a_lease_outlives_the_download_timeout_by_a_little_unless_set() -> None:
+    assert parse(DOWNLOAD_TIMEOUT="20").pool.lease_ttl == 35.0
+    assert parse(DOWNLOAD_TIMEOUT="60").pool.lease_ttl == 75.0
+    assert parse(DOWNLOAD_TIMEOUT="20", URLCHECK_PROXY_LEASE_TTL="600").pool.lease_ttl == 600.0
+
+
+def test_sessions_end_by_default_and_may_move() -> None:
+    assert parse().pool.session_loss == "end"
+    assert parse(URLCHECK_PROXY_SESSION_LOSS=" Move ").pool.session_loss == "move"
+    with pytest.raises(ConfigError, match="URLCHECK_PROXY_SESSION_LOSS: must be move or end"):
+        parse(URLCHECK_PROXY_SESSION_LOSS="teleport")

@@ -7,17 +7,22 @@ then (``hold``) keeps its leases until stdin closes or it is killed.
 from __future__ import annotations
 
 import json
+import random
 import sys
+from collections import deque
 
 from urlcheck.proxypool import (
+    Lease,
     ManualClock,
     NoProxyAvailableError,
+    Outcome,
     PoolConfig,
+    Proxy,
     ProxyPool,
 )
 from urlcheck.proxypool.store.redis import RedisStore
 
-from .sim import BLOCKED, OK, UNREACHABLE, proxy_urls
+from .sim import BLOCKED, OK, TIMEOUT, UNREACHABLE, proxy_urls
 
 PROXIES = 10
 CAP = 1
@@ -81,8 +86,76 @@ def bench(url: str) -> None:
 
 def sticky(url: str, key: str) -> None:
     """The proxy the key's session is on."""
-    lease = pool(url).acquire("site.test", key=key)
+    p = pool(url)
+    lease = p.acquire("site.test", key=key)
+    p.release(lease, OK)  # (a cap of 1: the other process's lease of the key waits for it)
     print(json.dumps({"proxy": lease.proxy.id}), flush=True)
+
+
+FLEET_SITES = ("a.test", "b.test", "c.test")
+
+
+def fleet_pool(url: str) -> ProxyPool:
+    """A pool as a crawler process has it: the system clock, the server's TIME, default
+    thresholds."""
+    store = RedisStore(url, "fleet")
+    return ProxyPool(proxy_urls(PROXIES), PoolConfig(lease_ttl=60.0), store=store, seed=None)
+
+
+def ready() -> None:
+    """Say so, and wait for the word: the processes run at the same time, each with its pool
+    made (and listening to the others) before any traffic."""
+    print(json.dumps({"ready": True}), flush=True)
+    sys.stdin.readline()
+
+
+def fleet(url: str, steps: int) -> None:
+    """Traffic with two leases in flight, where the first proxy always times out; prints how
+    many of its requests failed here, and the state this process sees at the end."""
+    p = fleet_pool(url)
+    dead = Proxy.parse(proxy_urls(PROXIES)[0]).id  # (the books' order is the store's)
+    rng = random.Random()
+    inflight: deque[Lease] = deque()
+    failures = 0
+    ready()
+    for _ in range(steps):
+        inflight.append(p.acquire(FLEET_SITES[rng.randrange(3)]))
+        if len(inflight) > 2:
+            lease = inflight.popleft()
+            failures += lease.proxy.id == dead
+            p.release(lease, TIMEOUT if lease.proxy.id == dead else OK)
+    for lease in inflight:
+        failures += lease.proxy.id == dead
+        p.release(lease, TIMEOUT if lease.proxy.id == dead else OK)
+    states = {x["id"]: x["state"] for x in p.snapshot()["proxies"]}
+    print(json.dumps({"dead": dead, "failures": failures, "state": states[dead]}), flush=True)
+
+
+def world(url: str, steps: int) -> None:
+    """A world where the first proxy always times out (quarantined), the second becomes five
+    times slower halfway (degraded: a latency spike) and the third is blocked by one site (a
+    benched cell); after the traffic, waits for a line on stdin, then prints its snapshot."""
+    p = fleet_pool(url)
+    dead, slow, blocked = (Proxy.parse(spec).id for spec in proxy_urls(PROXIES)[:3])
+    rng = random.Random()
+    ready()
+    for step in range(steps):
+        site = FLEET_SITES[rng.randrange(3)]
+        lease = p.acquire(site)
+        who = lease.proxy.id
+        if who == dead:
+            outcome = TIMEOUT
+        elif who == blocked and site == "a.test":
+            outcome = BLOCKED
+        elif who == slow and step > steps // 2:
+            outcome = Outcome(status=200, latency=1.5)
+        else:
+            outcome = OK
+        p.release(lease, outcome)
+    print(json.dumps({"done": True}), flush=True)
+    sys.stdin.readline()  # every process is done: the log is complete
+    snapshot = p.snapshot()
+    print(json.dumps({"ids": [dead, slow, blocked], "snapshot": snapshot}), flush=True)
 
 
 if __name__ == "__main__":
@@ -93,6 +166,10 @@ if __name__ == "__main__":
         quarantine(redis_url)
     elif command == "bench":
         bench(redis_url)
+    elif command == "fleet":
+        fleet(redis_url, int(rest[0]))
+    elif command == "world":
+        world(redis_url, int(rest[0]))
     elif command == "sticky":
         sticky(redis_url, rest[0])
     else:

@@ -180,6 +180,10 @@ class ProxySettings:
         )
 
 
+#: Seconds a proxy lease outlives DOWNLOAD_TIMEOUT when URLCHECK_PROXY_LEASE_TTL is not set.
+LEASE_TTL_EXTRA = 15.0
+
+
 def pool_config(settings: BaseSettings) -> PoolConfig:
     values: dict[str, Any] = {
         k: settings.get(k) for k in settings if k.startswith("URLCHECK_PROXY_")
@@ -189,6 +193,14 @@ def pool_config(settings: BaseSettings) -> PoolConfig:
         values["URLCHECK_PROXY_STRATEGY"] = _STRATEGY_NAMES.get(
             strategy.strip().lower(), strategy.strip().lower()
         )
+    loss = values.get("URLCHECK_PROXY_SESSION_LOSS")
+    if isinstance(loss, str):
+        values["URLCHECK_PROXY_SESSION_LOSS"] = loss.strip().lower()
+    if values.get("URLCHECK_PROXY_LEASE_TTL") is None:
+        # a lease outlives its request by a little: a killed process frees its cap slots
+        # soon after its requests would have timed out, not ten minutes later
+        timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0)
+        values["URLCHECK_PROXY_LEASE_TTL"] = timeout + LEASE_TTL_EXTRA
     probe_urls = values.pop("URLCHECK_PROXY_PROBE_URLS", None)
     if probe_urls:
         urls = probe_urls.replace(",", " ").split() if isinstance(probe_urls, str) else probe_urls

@@ -1,6 +1,6 @@
 """Names for the ways a hop can fail without a response: dns, connect, timeout, tls,
-too_large, connection_lost, blocked_address, host_unavailable, robots_disallowed, ignored (and
-``network`` for anything else), each with a message."""
+too_large, connection_lost, blocked_address, host_unavailable, robots_disallowed,
+session_lost, ignored (and ``network`` for anything else), each with a message."""
 
 from __future__ import annotations
 
@@ -25,8 +25,16 @@ from urlcheck.politeness.circuit import HostUnavailableError
 if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
+
+class ProxySessionLostError(IgnoreRequest):
+    """The request's sticky proxy session ended (its proxy left the pool, or is benched for
+    the host) and ``URLCHECK_PROXY_SESSION_LOSS`` is ``end``: it is not sent from another
+    address. The row's error is ``session_lost``."""
+
+
 _BY_TYPE: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
     ((BlockedAddressError,), "blocked_address"),
+    ((ProxySessionLostError,), "session_lost"),
     ((HostUnavailableError,), "host_unavailable"),
     ((CannotResolveHostError, txerror.DNSLookupError), "dns"),
     ((DownloadTimeoutError, txerror.TimeoutError, txerror.TCPTimedOutError), "timeout"),

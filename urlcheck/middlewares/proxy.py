@@ -30,7 +30,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from urlcheck.check.detection import Detection, detect, header_map
 from urlcheck.config.reader import ConfigError
 from urlcheck.crawl import meta as m
-from urlcheck.crawl.failures import classify_exception
+from urlcheck.crawl.failures import ProxySessionLostError, classify_exception
 from urlcheck.crawl.runtime import runtime
 from urlcheck.proxypool import (
     ErrorKind,
@@ -39,6 +39,7 @@ from urlcheck.proxypool import (
     NoProxyAvailableError,
     Outcome,
     ProxyPool,
+    SessionLost,
     StoreUnavailable,
 )
 from urlcheck.proxypool.events import (
@@ -141,6 +142,10 @@ class ProxyPoolMiddleware:
                 # Every proxy is at its (hard) cap: a lease comes free when a request ends.
                 stats.inc_value("urlcheck/proxy/cap_waits")
                 await asyncio.sleep(CAP_RETRY_INTERVAL)
+            except SessionLost as exc:
+                # URLCHECK_PROXY_SESSION_LOSS=end: never from another address, the row says so
+                stats.inc_value("urlcheck/proxy/sessions_lost")
+                raise ProxySessionLostError(f"proxy session lost: {exc}") from None
             except NoProxyAvailableError as exc:
                 stats.inc_value("urlcheck/proxy/unavailable")
                 raise IgnoreRequest(f"no proxy available: {exc}") from None

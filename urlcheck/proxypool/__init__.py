@@ -9,7 +9,13 @@ This package MUST NOT import Scrapy, Twisted, or the adapters (``crawl``, ``spid
 
 from urlcheck.proxypool.clock import Clock, ManualClock, system_clock
 from urlcheck.proxypool.config import ConfigError, PoolConfig
-from urlcheck.proxypool.pool import Lease, LeaseCapReached, NoProxyAvailableError, ProxyPool
+from urlcheck.proxypool.pool import (
+    Lease,
+    LeaseCapReached,
+    NoProxyAvailableError,
+    ProxyPool,
+    SessionLost,
+)
 from urlcheck.proxypool.proxy import Credentials, Proxy, ProxySpecError, parse_proxies
 from urlcheck.proxypool.rules.health import State
 from urlcheck.proxypool.rules.outcome import ErrorKind, Outcome
@@ -41,6 +47,7 @@ __all__ = [
     "Proxy",
     "ProxyPool",
     "ProxySpecError",
+    "SessionLost",
     "State",
     "StoreError",
     "StoreUnavailable",

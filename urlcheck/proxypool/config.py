@@ -13,6 +13,7 @@ from typing import Any
 __all__ = ["STRATEGIES", "ConfigError", "PoolConfig"]
 
 STRATEGIES = ("weighted", "round_robin", "least_connections")
+SESSION_LOSS = ("move", "end")
 SETTINGS_PREFIX = "URLCHECK_PROXY_"
 
 
@@ -38,6 +39,11 @@ class PoolConfig:
     max_concurrent: int = _f(8, "Default cap on a proxy's concurrent leases (0: no cap).")
     lease_ttl: float = _f(600.0, "Seconds after which an unreleased lease is reclaimed.")
     session_ttl: float = _f(900.0, "Seconds a sticky session lives; renewed on every use.")
+    session_loss: str = _f(
+        "end",
+        "When a sticky key's proxy leaves service (or is benched for the site): end the session "
+        "and raise SessionLost (end), or move the key to another proxy (move).",
+    )
     fail_closed: bool = _f(False, "With nothing eligible: raise instead of the least bad proxy.")
     hard_lease_cap: bool = _f(
         True, "Never lend a proxy past its max_concurrent, not even as the least bad one."
@@ -257,6 +263,7 @@ _POSITIVE_FIELDS = (
 )
 _RULES: tuple[tuple[str, Callable[[PoolConfig], bool], str], ...] = (
     ("strategy", lambda c: c.strategy in STRATEGIES, f"must be one of {', '.join(STRATEGIES)}"),
+    ("session_loss", lambda c: c.session_loss in SESSION_LOSS, "must be move or end"),
     ("max_concurrent", lambda c: c.max_concurrent >= 0, "must be >= 0"),
     ("min_in_service", lambda c: c.min_in_service >= 0, "must be >= 0"),
     ("probe_targets", lambda c: c.probe_targets >= 0, "must be >= 0"),

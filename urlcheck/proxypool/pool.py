@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from urlcheck.proxypool.snapshot import PoolSnapshot
     from urlcheck.proxypool.store.base import PoolStore, Shared
 
-__all__ = ["Lease", "LeaseCapReached", "NoProxyAvailableError", "ProxyPool"]
+__all__ = ["Lease", "LeaseCapReached", "NoProxyAvailableError", "ProxyPool", "SessionLost"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +45,14 @@ class NoProxyAvailableError(LookupError):
 
 
 class LeaseCapReached(NoProxyAvailableError):  # noqa: N818 - named for what happened
-    """Every proxy is at its lease cap (``hard_lease_cap``): a lease comes free when a request
-    ends, so the caller may wait and try again."""
+    """Every proxy is at its lease cap (``hard_lease_cap``), or the sticky key's proxy is: a
+    lease comes free when a request ends, so the caller may wait and try again."""
+
+
+class SessionLost(NoProxyAvailableError):  # noqa: N818 - named for what happened
+    """The sticky key's proxy left service, or is benched for the site, and ``session_loss``
+    is ``end``: the session ended, nothing was lent. The request is not sent from another
+    address; the key's next acquire starts a new session."""
 
 
 @dataclass(slots=True, eq=False)
@@ -96,6 +102,7 @@ class ProxyPool:
         self._books = Books(self.config, random.Random(seed))
         self._pick = choosing.picker(self.config.strategy)
         self._alternates = self._store.shared_by_processes
+        self._end_lost = self.config.session_loss == "end"
         self._choose = self._choice
         self._asking: tuple[dict[str, PairRec], str | None, float] = ({}, None, 0.0)
         self._listeners: list[Callable[[Event], object]] = []
@@ -170,22 +177,36 @@ class ProxyPool:
         asked, moved = key, False
         if key is not None:
             asked, moved = sessions.session_key(books, key, site, pairs, now)
-        lease_id, proxy_id, lost, fallback, shared, capped = self._store.acquire(
+            if moved and self._end_lost:
+                if events:
+                    self._settle(events)
+                raise SessionLost(f"the sticky session's proxy is benched for {site}")
+        store = self._store
+        lease_id, proxy_id, lost, fallback, shared, capped = store.acquire(
             site, asked, self._choose, now, self._gen
         )
         if shared is not None:
             self._adopt(shared)
-            if proxy_id is None:  # chosen from stale books: choose again
-                lease_id, proxy_id, lost, fallback, _, capped = self._store.acquire(
+            if proxy_id is None and not capped and not lost:  # chosen from stale books: again
+                lease_id, proxy_id, lost, fallback, _, capped = store.acquire(
                     site, asked, self._choose, now, self._gen
                 )
-        if events:
+        if store.inbox:
+            self._hear(events if events is not None else [])
+        elif events:
             self._settle(events)
         if proxy_id is None:
+            if lost and self._end_lost:
+                if key is not None:
+                    sessions.end(books, key)
+                raise SessionLost(f"the sticky session's proxy left service ({site})")
             if not books.proxies:
                 raise NoProxyAvailableError("no proxy in the pool")
-            if capped or all(r.cap and r.active >= r.cap for r in books.proxies.values()):
+            full = all(r.cap and r.active >= r.cap for r in books.proxies.values())
+            if capped or full:
                 why = "every proxy is at its lease cap"
+                if key is not None and not full:
+                    why = "the sticky session's proxy is at its lease cap"
                 raise LeaseCapReached(f"no eligible proxy for {site}: {why}")
             raise NoProxyAvailableError(f"no eligible proxy for {site}")
         rec = books.proxies.get(proxy_id)
@@ -225,9 +246,16 @@ class ProxyPool:
             logger.warning("lease %d on %s released twice; ignored", lease.id, lease.proxy.id)
             return
         now = self._clock()
-        # A lease lent before the store lost its state is not there to end.
+        code = classify(outcome) if outcome is not None else 0
+        # A lease lent before the store lost its state is not there to end. A store that
+        # processes share takes the outcome too, for the others to judge.
+        report = (
+            (lease.site, code, outcome.latency)
+            if self._alternates and outcome is not None
+            else None
+        )
         shared = (
-            self._store.release(lease.id, lease.proxy.id, now, self._gen)
+            self._store.release(lease.id, lease.proxy.id, now, self._gen, report)
             if lease.epoch == self._epoch
             else None
         )
@@ -245,7 +273,6 @@ class ProxyPool:
             rec.active -= 1
         if outcome is None:
             return
-        code = classify(outcome)
         events = outcomes.record(self._books, rec, lease.site, code, outcome.latency, now)
         if events:
             self._settle(events)
@@ -308,10 +335,15 @@ class ProxyPool:
     def snapshot(self) -> PoolSnapshot:
         """A JSON-serialisable picture of the pool (format: docs/proxypool.md)."""
         now = self._clock()
-        if now >= self._books.next_maintenance:
-            self._maintain(now, self._books.deferred)
+        if now >= self._books.next_maintenance or self._alternates:
+            # a shared store: up to date with the fleet (its outcomes, its lease counts)
+            events, self._books.deferred = self._books.deferred, []
+            self._maintain(now, events)
+            self._settle(events)
         leases, sessions = self._store.usage(now)
-        return report.snapshot(self._books, now, leases, sessions)
+        # the fleet's lease counts per proxy, as the store told them just now (a store of one
+        # process: the books' own)
+        return report.snapshot(self._books, now, leases, sessions, self._store.fleet_active)
 
     def close(self) -> None:
         self._store.close()
@@ -320,8 +352,9 @@ class ProxyPool:
 
     def _maintain(self, now: float, events: list[Event]) -> None:
         books = self._books
+        store = self._store
         reclaimed = 0
-        for lease_id, proxy_id in self._store.reclaim(now):
+        for lease_id, proxy_id in store.reclaim(now):
             rec = books.proxies.get(proxy_id)
             if rec is not None:
                 rec.active -= 1
@@ -329,7 +362,28 @@ class ProxyPool:
             reclaimed += 1
         if reclaimed:
             events.append(LeasesReclaimed(reclaimed))
+        if store.inbox:
+            self._judge_heard(events)
         upkeep.maintain(books, now, events)
+
+    def _hear(self, events: list[Event]) -> None:
+        """Judge the other processes' outcomes the store brought, then settle."""
+        self._judge_heard(events)
+        if events:
+            self._settle(events)
+
+    def _judge_heard(self, events: list[Event]) -> None:
+        """Other processes' outcomes, judged on our books as our own are (``outcomes.record``,
+        at the time each happened): every process judges from everyone's outcomes, so a
+        proxy that fails for one process is benched as soon as it would be in one process."""
+        books = self._books
+        heard = self._store.inbox
+        self._store.inbox = []
+        proxies = books.proxies
+        for proxy_id, site, code, latency, at in heard:
+            rec = proxies.get(proxy_id)
+            if rec is not None:
+                events.extend(outcomes.record(books, rec, site, code, latency, at))
 
     def _restore(self) -> None:
         """The store lost everything (a Redis restarted without persistence): register our
@@ -368,6 +422,12 @@ class ProxyPool:
                 raise
             if not done.ok:
                 assert done.shared is not None
+                # our benches were not written: the shared ones are the truth
+                for site, proxy_id, until in benches:
+                    site_rec = books.sites.get(site)
+                    pair = site_rec.pairs.get(proxy_id) if site_rec is not None else None
+                    if pair is not None and pair.benched_until == until:
+                        pair.benched_until = 0.0
                 self._adopt(done.shared)
                 kept = [e for e in events if not isinstance(e, Transition | PairBenched)]
                 if len(kept) < len(events):
@@ -399,7 +459,7 @@ class ProxyPool:
             rec = books.proxies.get(proxy_id)
             if rec is not None and until > now:
                 pair = books.site(site, now).pair(proxy_id, books.config)
-                if pair.benched_until < until:
+                if pair.benched_until != until:
                     pair.benched_until = until
                     rec.benched_on(site, until)
         books.dirty.clear()

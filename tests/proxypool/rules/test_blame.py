@@ -101,8 +101,8 @@ def test_green_row() -> None:
     spread = [("b", 0), ("c", 0), ("b", 0), ("c", 0), ("b", 0), ("c", 1)] * 8
     assert not green_row(spread, "a", CFG)
     assert green_row(spread[-12:] + ok, "a", CFG)  # two in 42 outcomes: noise
-    # nothing elsewhere lately: the cell is the whole row, unless the proxy is too new to tell
+    # nothing elsewhere lately (a new proxy, a dead one): the cell is the whole row
     assert not green_row([("a", 0)] * 20, "a", CFG)
-    assert green_row([("a", 0), ("a", 1)], "a", CFG)
-    assert green_row([], "a", CFG)
+    assert not green_row([("a", 0), ("a", 1)], "a", CFG)
+    assert not green_row([], "a", CFG)
     assert not green_row([("a", 0)] * 3 + [("b", 1)] * 3, "a", CFG)  # worked nowhere else

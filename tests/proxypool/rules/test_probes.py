@@ -14,11 +14,16 @@ def test_control_url_breaks_when_it_fails_through_every_proxy() -> None:
     assert stats.last_ok_at == 5.0
 
 
-def test_one_success_keeps_a_url_trusted() -> None:
+def test_a_url_failing_through_3_proxies_since_it_last_worked_is_broken() -> None:
     stats = ControlUrlStats("http://127.0.0.2/ok")
     stats.push("p1", True, 3, 1.0)
-    for i in range(5):
-        assert stats.push(f"q{i}", False, 3, 2.0 + i) is None
+    assert stats.push("q0", False, 3, 2.0) is None
+    assert stats.worked_through_other("q0")  # it worked through p1 since: q0's failure counts
+    assert stats.push("q1", False, 3, 3.0) is None
+    # failed through two proxies in a row: in doubt, nobody's failure counts
+    assert not stats.worked_through_other("q0")
+    assert not stats.worked_through_other("q1")
+    assert stats.push("q2", False, 3, 4.0) == "failed through 3 proxies and worked through none"
+    assert stats.broken
+    assert stats.push("p1", True, 3, 5.0) == ""  # one success: trusted again
     assert not stats.broken
-    assert stats.worked_through_other("q0")
-    assert not stats.worked_through_other("p1")

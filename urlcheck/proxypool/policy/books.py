@@ -47,7 +47,8 @@ class ProxyRec:
         "last_used",
         "lat_fast",
         "lat_n",
-        "lat_slow",
+        "lat_ratio",
+        "lat_rn",
         "latencies",
         "level",
         "next_probe_at",
@@ -92,8 +93,12 @@ class ProxyRec:
         self.share = 1.0  # of its turns under the unweighted strategies (see strategies.py)
         self.window = Window(cfg.window_size, cfg.recent_window)
         self.latencies: deque[float] = deque(maxlen=cfg.window_size)
-        self.lat_fast = self.lat_slow = 0.0
+        self.lat_fast = 0.0  # recent latency, seconds (the weight compares it with the pool's)
         self.lat_n = 0
+        # recent latency over its own norm on each site (`PairRec.lat_norm`): what a spike is
+        # judged on, so that a change of sites (a slow host next) is no spike
+        self.lat_ratio = 1.0
+        self.lat_rn = 0
         self.spiking = False
         self.outlier: str | None = None
         # (time, site, seq) of the latest failures; seq numbers the proxy window's outcomes
@@ -155,7 +160,18 @@ class ProxyRec:
 
 
 class PairRec:
-    __slots__ = ("benched_until", "factor", "last_seen", "level", "n", "ok", "route", "window")
+    __slots__ = (
+        "benched_until",
+        "factor",
+        "last_seen",
+        "lat_n",
+        "lat_norm",
+        "level",
+        "n",
+        "ok",
+        "route",
+        "window",
+    )
 
     def __init__(self, cfg: PoolConfig) -> None:
         self.window = Window(cfg.pair_window_size, cfg.recent_window)
@@ -165,6 +181,8 @@ class PairRec:
         self.level = 0
         self.n = self.ok = 0
         self.last_seen = 0.0
+        self.lat_norm = 0.0  # the proxy's usual latency on this site
+        self.lat_n = 0
 
 
 class SiteRec:
@@ -224,8 +242,11 @@ class Books:
         self.next_maintenance = -math.inf
         self.next_sweep = -math.inf
         self.next_outlier = -math.inf
+        # the typical failure rate (`judge.noise_level`), measured once a second: failures and
+        # outcomes pooled, and each proxy's part of them (left out when it is judged)
         self.noise_at = -math.inf
-        self.noise_value = 0.0
+        self.noise_fails = self.noise_captchas = self.noise_total = 0.0
+        self.noise_parts: dict[str, tuple[float, float, float]] = {}
         # changes other processes must see, for the store to commit: proxy ids whose state
         # changed, and (site, proxy id, until) benches
         self.dirty: set[str] = set()

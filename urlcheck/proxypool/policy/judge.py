@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from urlcheck.proxypool.events import Event, OurSideFault, PairBenched, SiteFault
-from urlcheck.proxypool.policy.books import MAINTENANCE_EVERY, PairCase
+from urlcheck.proxypool.policy.books import PairCase
+from urlcheck.proxypool.policy.noise import noise_level
 from urlcheck.proxypool.policy.states import bench, check_degraded, degrade
 from urlcheck.proxypool.rules import blame, health
 from urlcheck.proxypool.rules.health import State
-from urlcheck.proxypool.rules.outcome import CELL, FAIL, PROXY_FAULT
+from urlcheck.proxypool.rules.outcome import PROXY_FAULT
 
 if TYPE_CHECKING:
     from collections import deque
@@ -28,24 +29,32 @@ __all__ = [
     "check_faults",
     "check_recoveries",
     "judge_pair",
-    "noise_level",
 ]
 
 _PROXY = blame.Verdict.PROXY
 
 
 def after_failure(
-    b: Books, case: PairCase, *, code: int, cell: bool, now: float, events: list[Event]
+    b: Books,
+    case: PairCase,
+    *,
+    code: int,
+    cell: bool,
+    now: float,
+    events: list[Event],
+    site_rates: tuple[float, float] | None = None,
 ) -> None:
     """Judge a failure: the proxy's (unless ``cell``: it counts for the pair only), then the
-    pair's."""
+    pair's, against the site's shared failure and captcha rates when it has some
+    (``site_rates``)."""
     rec, _, site_rec, pair = case
     cfg = b.config
     state = rec.state
     if state is State.QUARANTINED or state is State.DEAD:
         return  # a fallback lease: nothing more to learn
     entries = site_rec.entries
-    noise = noise_level(b, now)
+    noise = noise_level(b, now, rec.id)
+    captchas = noise_level(b, now, rec.id, captcha=True)
     if not cell:
         certain = bool(code & PROXY_FAULT)
         if state is State.PROBING and (certain or half_open_verdict(b, rec, entries, now)):
@@ -58,12 +67,14 @@ def after_failure(
             streak = health.Trip(f"{rec.fault_streak} proxy failures in a row", False)
             judge_proxy(b, rec, tripped=streak, certain=True, noise=noise, now=now, events=events)
             return
-        proxy_trip = health.trip(rec.window, cfg, noise)
+        proxy_trip = health.trip(rec.window, cfg, noise, captchas)
         if proxy_trip is not None and judge_proxy(
             b, rec, tripped=proxy_trip, certain=certain, noise=noise, now=now, events=events
         ):
             return
-    pair_trip = health.trip(pair.window, cfg, noise)
+    if site_rates is not None:
+        noise, captchas = max(noise, site_rates[0]), max(captchas, site_rates[1])
+    pair_trip = health.trip(pair.window, cfg, noise, captchas)
     if (
         pair_trip is not None
         and blame.site_verdict(
@@ -198,40 +209,6 @@ def own_success(b: Books, window: Window) -> float:
     cfg = b.config
     burst = 1.0 - window.recent_failures / cfg.recent_window
     return min(burst, window.success_rate(cfg.soft_failure_weight))
-
-
-def noise_level(b: Books, now: float) -> float:
-    """Failure rate of a typical proxy in service: what chance alone produces right now.
-    Cached for a second."""
-    if now - b.noise_at < MAINTENANCE_EVERY:
-        return b.noise_value
-    cfg = b.config
-    # Pooled over the proxies that are not failing outright: the bad ones are what the
-    # rules look for, not part of the background.
-    fails = total = 0.0
-    failing: set[str] = set()
-    for r in b.cands:
-        window = r.window
-        n = window.n
-        if not n or r.state is State.PROBING:
-            continue
-        bad = window.fails + cfg.soft_failure_weight * window.softs
-        if bad > (1.0 - cfg.quarantine_below) * n:
-            failing.add(r.id)
-        elif n >= cfg.min_outcomes:
-            fails += bad
-            total += n
-    if total < len(b.pool):
-        # Too little per-proxy history yet (a fresh pool): take the pool's recent outcomes,
-        # leaving out those of proxies failing outright and the red cells of green rows.
-        fails = total = 0.0
-        for _, proxy_id, code, _ in b.pool:
-            if proxy_id not in failing and not code & CELL:
-                total += 1
-                fails += code & FAIL
-    b.noise_at = now
-    b.noise_value = fails / total if total else 0.0
-    return b.noise_value
 
 
 def judge_pair(b: Books, case: PairCase, reason: str, now: float, events: list[Event]) -> None:

@@ -11,8 +11,8 @@ from urlcheck.proxypool.policy.judge import (
     check_faults,
     check_recoveries,
     judge_pair,
-    noise_level,
 )
+from urlcheck.proxypool.policy.noise import noise_level
 from urlcheck.proxypool.policy.states import check_degraded, kill, reweigh, set_state
 from urlcheck.proxypool.rules import blame, health
 from urlcheck.proxypool.rules.health import State
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["record", "record_latency"]
 
-_FAST_LATENCY = 0.3  # EWMA weights: recent latency, and the proxy's own long-run baseline
+_FAST_LATENCY = 0.3  # EWMA weights: recent latency, and the proxy's long-run norm on a site
 _SLOW_LATENCY = 0.02
 _NO_EVENTS: tuple[Event, ...] = ()
 _HEALTHY = State.HEALTHY  # a module global: cheaper than the enum's attribute
@@ -98,7 +98,7 @@ def record(  # noqa: PLR0917
         if code:
             # rate limited: soft, and for this pair only
             if pair.window.n >= cfg.min_outcomes:
-                tripped = health.trip(pair.window, cfg, noise_level(b, now))
+                tripped = health.trip(pair.window, cfg, noise_level(b, now, rec.id))
                 if tripped is not None:
                     case = PairCase(rec, site, site_rec, pair)
                     judge_pair(b, case, tripped.reason, now, events)
@@ -113,7 +113,7 @@ def record(  # noqa: PLR0917
         rec.ok_a_at = now
         rec.probe_fail_streak = rec.fault_streak = 0
         if latency is not None and latency >= 0.0:
-            record_latency(b, rec, latency)
+            record_latency(b, rec, latency, pair)
         if (
             rec.state is _HEALTHY
             and not rec.spiking
@@ -129,6 +129,15 @@ def record(  # noqa: PLR0917
             return events
         after_success(b, rec, pair, now, events)
     else:
+        # A failure rate most proxies meet on this site, at any level, is the site's: a
+        # failure at that rate counts against no proxy, only in the pair's window (which is
+        # judged against the site's rate), unless the pair does clearly worse.
+        site_rates = None
+        if not code & PROXY_FAULT:
+            site_rates = blame.shared_site_rates(site_rec.entries, rec.id)
+            if site_rates is not None and not health.worse_than(pair.window, cfg, site_rates[0]):
+                b.pool[-1] = (now, rec.id, code | CELL, site)  # not the background noise either
+                return events
         # A red cell in a green row counts against the pair only; the proxy's own window
         # takes the failures that span its row, and those that are certainly its own.
         cell = (
@@ -154,36 +163,51 @@ def record(  # noqa: PLR0917
                 rec.fault_since = now
             rec.fault_streak += 1
         case = PairCase(rec, site, site_rec, pair)
-        after_failure(b, case, code=code, cell=cell, now=now, events=events)
+        after_failure(b, case, code=code, cell=cell, now=now, events=events, site_rates=site_rates)
         if cell:
             return events
     reweigh(b, rec)
     return events
 
 
-def record_latency(b: Books, rec: ProxyRec, latency: float) -> None:
+def record_latency(b: Books, rec: ProxyRec, latency: float, pair: PairRec | None = None) -> None:
+    """A successful request's latency: the proxy's recent latency (its weight), and, on a site
+    (``pair``), the latency over the proxy's own norm there, from which spikes are judged."""
     cfg = b.config
     rec.latencies.append(latency)
     if rec.lat_n == 0:
-        rec.lat_fast = rec.lat_slow = latency
+        rec.lat_fast = latency
     else:
         rec.lat_fast += _FAST_LATENCY * (latency - rec.lat_fast)
-        # The baseline is the proxy's own history: while the recent latency is clearly above
-        # it, it learns ten times slower, or it would absorb a fourfold rise before the rise
-        # showed as a spike; a lasting change is still learnt, in a few hundred requests.
-        steady = rec.lat_fast <= rec.lat_slow * cfg.latency_recover_factor
-        rec.lat_slow += (_SLOW_LATENCY if steady else _SLOW_LATENCY / 10) * (latency - rec.lat_slow)
     rec.lat_n += 1
     if b.pool_latency == 0.0:
         b.pool_latency = latency
     else:
         b.pool_latency += b.pool_alpha * (latency - b.pool_latency)
-    if rec.lat_n >= cfg.min_outcomes and rec.lat_slow > 0.0:
-        ratio = rec.lat_fast / rec.lat_slow
+    if pair is None:
+        return  # a probe: no site to hold it against
+    norm = pair.lat_norm
+    pair.lat_n += 1
+    if norm <= 0.0:
+        pair.lat_norm = latency
+        return
+    ratio = latency / norm
+    # The norm is the mean of the pair's first latencies, then a slow moving average; while
+    # the proxy's recent ratio is clearly up it learns ten times slower, or it would absorb a
+    # fourfold rise before the rise showed as a spike: a lasting change is still learnt, in a
+    # few hundred requests.
+    steady = rec.lat_ratio <= cfg.latency_recover_factor
+    alpha = max(_SLOW_LATENCY if steady else _SLOW_LATENCY / 10, 1.0 / pair.lat_n)
+    pair.lat_norm = norm + alpha * (latency - norm)
+    if pair.lat_n <= 3:
+        return  # a norm of one or two latencies says little yet
+    rec.lat_ratio += _FAST_LATENCY * (ratio - rec.lat_ratio)
+    rec.lat_rn += 1
+    if rec.lat_rn >= cfg.min_outcomes:
         if rec.spiking:
-            rec.spiking = ratio > cfg.latency_recover_factor
+            rec.spiking = rec.lat_ratio > cfg.latency_recover_factor
         else:
-            rec.spiking = ratio > cfg.latency_spike_factor
+            rec.spiking = rec.lat_ratio > cfg.latency_spike_factor
 
 
 def after_success(b: Books, rec: ProxyRec, pair: PairRec, now: float, ev: list[Event]) -> None:

@@ -21,10 +21,17 @@ if TYPE_CHECKING:
 __all__ = ["snapshot"]
 
 
-def snapshot(b: Books, now: float, leases_active: int, sessions: int) -> PoolSnapshot:
-    """A JSON-serialisable picture of the books; leases and sessions are counted by the store."""
+def snapshot(
+    b: Books,
+    now: float,
+    leases_active: int,
+    sessions: int,
+    active: dict[str, int] | None = None,
+) -> PoolSnapshot:
+    """A JSON-serialisable picture of the books; leases and sessions are counted by the store,
+    and so are the leases per proxy (`active`) when processes share it."""
     cfg = b.config
-    proxies = [proxy_stats(b, rec, now) for rec in b.proxies.values()]
+    proxies = [proxy_stats(b, rec, now, active) for rec in b.proxies.values()]
     ids = set(b.proxies)
     recent = sorted(b.sites.items(), key=lambda item: -item[1].last_seen)
     recent = recent[: cfg.snapshot_sites]
@@ -83,7 +90,9 @@ def snapshot(b: Books, now: float, leases_active: int, sessions: int) -> PoolSna
     }
 
 
-def proxy_stats(b: Books, rec: ProxyRec, now: float) -> ProxyStats:
+def proxy_stats(
+    b: Books, rec: ProxyRec, now: float, active: dict[str, int] | None = None
+) -> ProxyStats:
     cfg = b.config
     window = rec.window
     n = window.n
@@ -106,7 +115,7 @@ def proxy_stats(b: Books, rec: ProxyRec, now: float) -> ProxyStats:
         "latency_p50": health.percentile(latencies, 0.5),
         "latency_p95": health.percentile(latencies, 0.95),
         "outcomes": n,
-        "active": rec.active,
+        "active": rec.active if active is None else active.get(rec.id, 0),
         "max_concurrent": rec.cap,
         "quarantines": rec.quarantines,
         "quarantine_seconds": rec.quarantine_time + (now - rec.state_since if quarantined else 0.0),

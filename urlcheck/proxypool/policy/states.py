@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from urlcheck.proxypool.events import Event, Transition
 from urlcheck.proxypool.policy.books import ProxyRec
+from urlcheck.proxypool.policy.noise import noise_level
 from urlcheck.proxypool.rules import health
 from urlcheck.proxypool.rules.health import IN_SERVICE, State
 
@@ -213,6 +214,7 @@ def return_to_service(
     rec.recent_fail.clear()
     rec.ramp_ok = rec.probe_ok = rec.probe_inconclusive = rec.probe_fail_streak = 0
     rec.spiking = False
+    rec.lat_ratio, rec.lat_rn = 1.0, 0
     rec.outlier = None
     set_state(b, rec, State.PROBING, reason, now, events)
 
@@ -244,13 +246,15 @@ def check_degraded(b: Books, rec: ProxyRec, now: float, events: list[Event]) -> 
     cfg = b.config
     if rec.state is not State.HEALTHY and rec.state is not State.DEGRADED:
         return
-    why = health.degrade_reason(rec.window, cfg)
+    noise = noise_level(b, now, rec.id)
+    captchas = noise_level(b, now, rec.id, captcha=True)
+    why = health.degrade_reason(rec.window, cfg, noise, captchas)
     if why is None and rec.spiking:
-        why = f"latency spike ({rec.lat_fast:.2f}s against usual {rec.lat_slow:.2f}s)"
+        why = f"latency spike ({rec.lat_ratio:.1f} x its usual on the same sites)"
     if why is None and rec.outlier is not None:
         why = f"outlier: {rec.outlier}"
     if rec.state is State.HEALTHY:
         if why is not None:
             set_state(b, rec, State.DEGRADED, why, now, events)
-    elif why is None and health.recovered(rec.window, cfg):
+    elif why is None and health.recovered(rec.window, cfg, noise, captchas):
         set_state(b, rec, State.HEALTHY, "recovered", now, events)

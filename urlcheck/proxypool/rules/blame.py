@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from urlcheck.proxypool.rules.outcome import FAIL
+from urlcheck.proxypool.rules.outcome import CAPTCHA, FAIL
 
 if TYPE_CHECKING:
     from urlcheck.proxypool.config import PoolConfig
@@ -25,6 +25,7 @@ __all__ = [
     "our_side_reason",
     "outliers",
     "pool_works_since",
+    "shared_site_rates",
     "site_fault_reason",
     "site_verdict",
 ]
@@ -47,9 +48,9 @@ def green_row(row: Sequence[tuple[str, int]], site: str, cfg: PoolConfig) -> boo
     ``row`` is (site, failed) of the proxy's latest outcomes, oldest first. Green: it worked on
     other sites, failed there at most once in its last ``recent_window`` outcomes (one error is
     never a signal), and at most once plus ``1 - degrade_below`` of its outcomes there overall
-    (a record that would not degrade it). A proxy too new to tell (``recent_window`` outcomes or
-    fewer) gets the benefit of the doubt; one that served nothing else lately has no other
-    cell: its cell is its row.
+    (a record that would not degrade it). A proxy that has not worked elsewhere lately (a new
+    one, a dead one) has no green cell to compare with: its cell is its row, and its first
+    failure counts for it (a dead proxy is out after 3, as in a single-site pool).
     """
     outcomes = failures = recent = 0
     last = len(row)
@@ -61,9 +62,38 @@ def green_row(row: Sequence[tuple[str, int]], site: str, cfg: PoolConfig) -> boo
         failures += failed
         if last - index <= cfg.recent_window:
             recent += failed
-    if outcomes == failures and last > cfg.recent_window:
+    if outcomes == failures:
         return False  # worked nowhere else lately
     return recent < 2 and failures <= 1 + (1.0 - cfg.degrade_below) * outcomes
+
+
+# A site's failures are shared when at least this many of the other proxies, and a quarter of
+# those that tried it lately, failed there: a rate most proxies meet, not one or two bad ones.
+_SHARED_BY = 3
+
+
+def shared_site_rates(entries: Sequence[SiteEntry], proxy_id: str) -> tuple[float, float] | None:
+    """The failure and captcha rates the other proxies meet on a site, over its window, when
+    its failures are shared by most of them (at least ``_SHARED_BY`` and a quarter of them);
+    None when they are not (a clean site, or one or two bad proxies) or too few to tell.
+
+    A failure rate most proxies meet on one site, at whatever level, is the site's: a proxy
+    is judged on that site against it, not against the pool."""
+    seen = fails = captchas = 0
+    peers: set[str] = set()
+    failing: set[str] = set()
+    for _, who, code in entries:
+        if who == proxy_id:
+            continue
+        seen += 1
+        peers.add(who)
+        if code & FAIL:
+            fails += 1
+            captchas += code & CAPTCHA != 0
+            failing.add(who)
+    if seen < 10 or len(failing) < max(_SHARED_BY, len(peers) / 4):
+        return None
+    return fails / seen, captchas / seen
 
 
 def site_verdict(

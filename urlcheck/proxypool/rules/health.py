@@ -116,12 +116,16 @@ class Trip(NamedTuple):
     sustained: bool  # a rate over min_outcomes, not a short burst
 
 
-def trip(window: Window, cfg: PoolConfig, noise: float = 0.0) -> Trip | None:
+def trip(
+    window: Window, cfg: PoolConfig, noise: float = 0.0, captcha_noise: float = 0.0
+) -> Trip | None:
     """Has this window crossed the failure threshold? Failure is accumulated, never one error.
 
-    ``noise`` is the failure rate of a typical proxy right now. Both rules also ask that chance
-    alone, at that rate, would reach this many failures with probability ``trip_false_alarm`` at
-    most: in a clean pool 3 of the last 5 is enough, where everyone fails now and then it is not.
+    ``noise`` is the failure rate of a typical proxy right now (on the site, for a pair's
+    window), ``captcha_noise`` its captcha rate. Every rule also asks that chance alone, at
+    that rate, would reach this many failures (captchas) with probability
+    ``trip_false_alarm`` at most: in a clean pool 3 of the last 5 is enough, where everyone
+    fails (or meets captchas) now and then it is not.
     """
     n = window.n
     alarm = cfg.trip_false_alarm
@@ -131,7 +135,10 @@ def trip(window: Window, cfg: PoolConfig, noise: float = 0.0) -> Trip | None:
         if rate < cfg.quarantine_below and chance(n, round((1.0 - rate) * n), noise) <= alarm:
             return Trip(f"success {rate:.0%} < {cfg.quarantine_below:.0%} over {n}", True)
         captcha = window.captchas / n
-        if captcha >= cfg.captcha_quarantine_rate:
+        if (
+            captcha >= cfg.captcha_quarantine_rate
+            and chance(n, window.captchas, round(captcha_noise, 3)) <= alarm
+        ):
             return Trip(f"captcha rate {captcha:.0%} over {n}", True)
     failures = window.recent_failures
     if failures >= cfg.recent_failures and chance(cfg.recent_window, failures, noise) <= alarm:
@@ -149,18 +156,42 @@ def chance(n: int, k: int, p: float) -> float:
     return math.fsum(math.comb(n, j) * p**j * (1.0 - p) ** (n - j) for j in range(k, n + 1))
 
 
-def degrade_reason(window: Window, cfg: PoolConfig) -> str | None:
-    """The softer rule: a proxy degraded this way keeps traffic, at a lower weight."""
+def degrade_reason(
+    window: Window, cfg: PoolConfig, noise: float = 0.0, captcha_noise: float = 0.0
+) -> str | None:
+    """The softer rule: a proxy degraded this way keeps traffic, at a lower weight. Like the
+    trip rules, against what a typical proxy meets now (``noise``, ``captcha_noise``): a record
+    that chance alone would give a typical proxy once in a hundred times is not a reason."""
     n = window.n
     if n < cfg.min_outcomes:
         return None
     rate = window.success_rate(cfg.soft_failure_weight)
-    if rate < cfg.degrade_below:
+    if rate < cfg.degrade_below and unusual(n, round((1.0 - rate) * n), noise):
         return f"success {rate:.0%} < {cfg.degrade_below:.0%} over {n}"
     captcha = window.captchas / n
-    if captcha >= cfg.captcha_degrade_rate:
+    if captcha >= cfg.captcha_degrade_rate and unusual(n, window.captchas, captcha_noise):
         return f"captcha rate {captcha:.0%} over {n}"
     return None
+
+
+def unusual(n: int, k: int, rate: float) -> bool:
+    """Would `k` failures in `n` come from `rate` by chance once in a hundred times at most?"""
+    return chance(n, k, round(rate, 3)) <= WORSE_THAN_SITE
+
+
+def worse_than(window: Window, cfg: PoolConfig, rate: float) -> bool:
+    """Does a (proxy, site) window fail clearly more than ``rate``, the rate the site's other
+    proxies meet there? Its recent failures or its record would come from that rate by chance
+    once in a hundred times at most."""
+    p = round(rate, 3)
+    return (
+        chance(cfg.recent_window, window.recent_failures, p) <= WORSE_THAN_SITE
+        or chance(window.n, window.fails, p) <= WORSE_THAN_SITE
+    )
+
+
+#: How unlikely a pair's failures must be at its site's shared rate to be its own.
+WORSE_THAN_SITE = 0.01
 
 
 def red(window: Window, cfg: PoolConfig) -> bool:
@@ -175,14 +206,21 @@ def red(window: Window, cfg: PoolConfig) -> bool:
     )
 
 
-def recovered(window: Window, cfg: PoolConfig) -> bool:
-    """Hysteresis: a degraded proxy needs a clearly better record than the one that degraded it."""
+def recovered(
+    window: Window, cfg: PoolConfig, noise: float = 0.0, captcha_noise: float = 0.0
+) -> bool:
+    """Hysteresis: a degraded proxy needs a clearly better record than the one that degraded it,
+    or one that is plainly a typical proxy's now (chance gives it a typical proxy half the time
+    at least)."""
     n = window.n
     if n < cfg.min_outcomes:
         return window.fails == 0
+    fails = round((1.0 - window.success_rate(cfg.soft_failure_weight)) * n)
     return (
-        window.success_rate(cfg.soft_failure_weight) >= cfg.recover_above
-        and window.captchas / n < cfg.captcha_degrade_rate / 2
+        fails <= (1.0 - cfg.recover_above) * n or chance(n, fails, round(noise, 3)) >= 0.5
+    ) and (
+        window.captchas < cfg.captcha_degrade_rate / 2 * n
+        or chance(n, window.captchas, round(captcha_noise, 3)) >= 0.5
     )
 
 

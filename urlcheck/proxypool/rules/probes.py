@@ -2,7 +2,7 @@
 
 A probe is a request for a control URL through one proxy. A control URL that fails through every
 proxy is itself broken, so its failures count against no proxy; a failure counts only when the
-same URL recently worked through another proxy.
+same URL worked through another proxy since it last failed through one.
 """
 
 from __future__ import annotations
@@ -63,7 +63,14 @@ class ControlUrlStats:
         self.failed = 0
 
     def worked_through_other(self, proxy_id: str) -> bool:
-        return any(ok and who != proxy_id for who, ok in self.results)
+        """Did the URL work through another proxy since it last failed through another one? A
+        URL that failed through two proxies in a row is in doubt until it works again: its
+        failures blame nobody before it is judged broken (with one control URL, its breaking
+        used to bench idle proxies first)."""
+        for who, ok in reversed(self.results):
+            if who != proxy_id:
+                return ok
+        return False
 
     def push(self, proxy_id: str, ok: bool, broken_after: int, now: float) -> str | None:
         """Record a result; returns a reason when the URL just broke, "" when it just recovered."""
@@ -76,9 +83,13 @@ class ControlUrlStats:
                 return ""
             return None
         self.failed += 1
-        if self.broken or any(good for _, good in self.results):
+        if self.broken:
             return None
-        failing = {who for who, _ in self.results}
+        failing: set[str] = set()  # the proxies it failed through since it last worked
+        for who, good in reversed(self.results):
+            if good:
+                break
+            failing.add(who)
         if len(failing) >= broken_after:
             self.broken = True
             return f"failed through {len(failing)} proxies and worked through none"

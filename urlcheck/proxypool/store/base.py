@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 __all__ = [
     "Acquired",
     "Committed",
+    "Heard",
     "PoolStore",
     "Released",
+    "Report",
     "Shared",
     "StoreError",
     "StoreUnavailable",
@@ -67,6 +69,10 @@ Acquired = tuple[int, str | None, bool, bool, Shared | None, bool]
 #: newer shared state, when the caller's generation was behind (a store that answers a release
 #: later, with its next call, returns None: the next call's reply carries any newer state)
 Released = Shared | None
+#: An outcome as the fleet shares it: (site, code, latency), sent with the release.
+Report = tuple[str, int, float | None]
+#: Another process's outcome, read from the store: (proxy id, site, code, latency, when).
+Heard = tuple[str, str, int, float | None, float]
 
 
 class Committed(NamedTuple):
@@ -84,8 +90,18 @@ class PoolStore(ABC):
     """Shared state and atomic primitives; see the module docstring."""
 
     #: True when other processes share the store: `acquire` then wants alternates in its
-    #: `Choice`, as the caller's view of caps and benches may be behind.
+    #: `Choice`, as the caller's view of caps and benches may be behind; `release` takes the
+    #: outcome (`Report`) for the other processes, and the store's answers bring theirs
+    #: (`inbox`).
     shared_by_processes = False
+    #: Other processes' outcomes that came with the store's answers since the pool last
+    #: looked (oldest first): the pool judges them on its books as if they were its own, so
+    #: that every process judges from everyone's outcomes. Always empty for a store of one
+    #: process.
+    inbox: list[Heard]
+    #: Leases held per proxy across processes, as the store last told (None: not told; a
+    #: store of one process, whose counts are the pool's own).
+    fleet_active: dict[str, int] | None = None
 
     @property
     def round_trips(self) -> int:
@@ -100,6 +116,7 @@ class PoolStore(ABC):
     def open(self, config: PoolConfig) -> None:
         """Called once by the pool before any other call."""
         self.config = config
+        self.inbox = []
 
     # ---------------------------------------------------------------- registry
 
@@ -133,14 +150,20 @@ class PoolStore(ABC):
         (the fallback: costs a remote store a second call, rare)."""
 
     @abstractmethod
-    def release(self, lease_id: int, proxy_id: str, now: float, gen: int) -> Released:
+    def release(
+        self, lease_id: int, proxy_id: str, now: float, gen: int, report: Report | None = None
+    ) -> Released:
         """Atomically: end the lease, if it has not expired (one that has was ended by
-        `reclaim`). A remote store may send it and return without waiting for the answer,
-        which it then reads with its next call: the release still takes effect at once."""
+        `reclaim`), and, from a store that processes share, append `report` (the outcome) to
+        the fleet's outcome log, stamped `now`, for the other processes' `inbox`. A remote
+        store may send it and return without waiting for the answer, which it then reads with
+        its next call: the release still takes effect at once."""
 
     @abstractmethod
     def reclaim(self, now: float) -> Sequence[tuple[int, str]]:
-        """End the leases past their TTL; returns this process's own (lease id, proxy id)."""
+        """End the leases past their TTL; returns this process's own (lease id, proxy id). A
+        shared store also brings the news (`inbox`) and the lease counts (`fleet_active`):
+        the pool calls it once a second, so neither is ever older than that."""
 
     @abstractmethod
     def end_session(self, key: str) -> bool:

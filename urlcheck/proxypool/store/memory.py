@@ -16,7 +16,15 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from urlcheck.proxypool.rules.health import IN_SERVICE, State
-from urlcheck.proxypool.store.base import Acquired, Committed, PoolStore, Released, Shared, cap_of
+from urlcheck.proxypool.store.base import (
+    Acquired,
+    Committed,
+    PoolStore,
+    Released,
+    Report,
+    Shared,
+    cap_of,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -85,10 +93,16 @@ class MemoryStore(PoolStore):
             if session is not None and session[1] > now:
                 held = session[0]
                 if self._usable(held, site, now):
+                    held_cap = self._caps[held]
+                    if held_cap and self.config.hard_lease_cap and self._active[held] >= held_cap:
+                        return 0, None, False, False, None, True  # the session waits its turn
                     proxy_id = held
                     self._sessions[key] = (held, now + self.config.session_ttl)
                 else:
                     lost = True
+                    if self.config.session_loss == "end":
+                        del self._sessions[key]  # ended: the caller is told, nothing is lent
+                        return 0, None, True, False, None, False
         fallback = capped = False
         if proxy_id is None:
             order, forced = choose(False)
@@ -132,7 +146,9 @@ class MemoryStore(PoolStore):
             and (not self._benches or self._benches.get((site, proxy_id), 0.0) <= now)
         )
 
-    def release(self, lease_id: int, proxy_id: str, now: float, gen: int) -> Released:
+    def release(
+        self, lease_id: int, proxy_id: str, now: float, gen: int, report: Report | None = None
+    ) -> Released:
         lease = self._leases.pop(lease_id, None)
         if lease is not None and lease[1] in self._active:
             self._active[lease[1]] -= 1

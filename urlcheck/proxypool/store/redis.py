@@ -13,7 +13,8 @@ Keys (hash tag omitted): ``meta`` (gen, reg, lease_seq), ``proxies`` (id -> spec
 its credentials: the store is as private as the proxy list), ``states`` (id -> state, until),
 ``out`` (ids out of service), ``caps``, ``active`` (lease counts), ``benches``
 ((site, id) -> until), ``leases`` (sorted by expiry), ``sessions`` and ``session_exp``,
-``probe:<id>`` (who probes it).
+``probe:<id>`` (who probes it), ``log`` (the fleet's latest outcomes, for every process to
+judge: ``meta``'s ``seen`` counts those ever appended).
 
 When Redis fails, every method raises `StoreUnavailable` (the boundary, urlcheck.redis.boundary):
 the pool fails closed, and a request that needs a proxy waits for the store.
@@ -34,6 +35,7 @@ from urlcheck.proxypool.store.base import (
     Committed,
     PoolStore,
     Released,
+    Report,
     Shared,
     StoreUnavailable,
     cap_of,
@@ -52,6 +54,9 @@ if TYPE_CHECKING:
 __all__ = ["RedisStore", "key_prefix"]
 
 _RECLAIM_BATCH = 500
+# Outcomes the log keeps: far more than the fleet releases in the second between two reads of
+# a busy process (the maintenance call), so that nobody misses any.
+_LOG_KEEP = 20_000
 
 
 def key_prefix(name: str) -> str:
@@ -101,6 +106,7 @@ class RedisStore(PoolStore, Boundary):
         self.name = name
         self.server_time = server_time
         self._token = secrets.token_hex(6)  # tells this process's leases from others'
+        self._seen = -1  # the fleet's outcomes read so far (-1: none yet, start from now)
         self._reg = "-1"
         tag = key_prefix(name)
         self._tag = tag
@@ -117,6 +123,7 @@ class RedisStore(PoolStore, Boundary):
                 "leases",
                 "sessions",
                 "session_exp",
+                "log",
             )
         }
         self._k = k
@@ -130,9 +137,17 @@ class RedisStore(PoolStore, Boundary):
                 k["leases"],
                 k["sessions"],
                 k["session_exp"],
+                k["log"],
             ],
-            "release": [k["leases"], k["active"]],
-            "reclaim": [*view, k["leases"], k["active"], k["sessions"], k["session_exp"]],
+            "release": [k["leases"], k["active"], k["meta"], k["log"]],
+            "reclaim": [
+                *view,
+                k["leases"],
+                k["active"],
+                k["sessions"],
+                k["session_exp"],
+                k["log"],
+            ],
             "commit": [*view, k["out"]],
         }
         # the release is sent whole with each call (`release`): no prelude
@@ -148,6 +163,7 @@ class RedisStore(PoolStore, Boundary):
 
     def open(self, config: PoolConfig) -> None:
         super().open(config)
+        self._ends_lost = config.session_loss == "end"
         # The scripts loaded up front, and the node that serves the pool's slot found.
         self.link.open(self._scripts.values(), probe=self._k["meta"])
 
@@ -161,6 +177,19 @@ class RedisStore(PoolStore, Boundary):
 
     def _run(self, script: str, keys: Sequence[str], args: Sequence[str | float]) -> Any:
         return self.link.run(self._scripts[script], keys, args)
+
+    def _hear(self, reply: Sequence[Any]) -> None:
+        """Take a script's news reply: other processes' outcomes into the inbox."""
+        self._seen = int(reply[0])
+        if len(reply) == 1:
+            return
+        token, inbox = self._token, self.inbox
+        for entry in reply[1]:
+            who, proxy_id, site, code, latency, at = entry.split("\t")
+            if who != token:
+                inbox.append(
+                    (proxy_id, site, int(code), float(latency) if latency else None, float(at))
+                )
 
     def _shared(self, view: Sequence[Any]) -> Shared | None:
         """Parse a script's view reply: None when the caller was up to date."""
@@ -211,11 +240,13 @@ class RedisStore(PoolStore, Boundary):
     def load(self, now: float) -> Shared:
         k = self._k
         with self.link.pipeline(transaction=True) as pipe:
-            pipe.hmget(k["meta"], "gen", "reg")
+            pipe.hmget(k["meta"], "gen", "reg", "seen")
             pipe.hgetall(k["states"])
             pipe.hgetall(k["benches"])
             pipe.hgetall(k["proxies"])
-            (gen, reg), states, benches, proxies = pipe.execute()
+            (gen, reg, seen), states, benches, proxies = pipe.execute()
+        if self._seen < 0:  # the news from now on
+            self._seen = int(seen or 0)
         reset = int(reg or 0) < int(self._reg)
         self._reg = reg or "0"
         flat_states = [x for item in states.items() for x in item]
@@ -238,11 +269,13 @@ class RedisStore(PoolStore, Boundary):
     ) -> Acquired:
         order, forced = choose(False)
         reply = self._acquire(site, key, order, forced, now, gen)
-        if not reply[1] and order:
+        # nothing usable in the choice: ask for the fallback (not for a session that waits for
+        # its proxy's cap, nor for one that ended)
+        if not reply[1] and order and not reply[5] and not (reply[2] and self._ends_lost):
             order, forced = choose(True)
             if forced is not None:
                 reply = self._acquire(site, key, order, forced, now, gen)
-        lease, proxy_id, lost, fallback, view, capped = reply
+        lease, proxy_id, lost, fallback, view, capped, _ = reply
         return (
             int(lease),
             proxy_id or None,
@@ -262,7 +295,7 @@ class RedisStore(PoolStore, Boundary):
         gen: int,
     ) -> Any:
         cfg = self.config
-        return self._run(
+        reply = self._run(
             "acquire",
             self._keys["acquire"],
             [
@@ -276,21 +309,41 @@ class RedisStore(PoolStore, Boundary):
                 self._reg,
                 forced or "",
                 "1" if cfg.hard_lease_cap else "0",
+                "1" if cfg.session_loss == "end" else "0",
+                self._seen,
                 *order,
             ],
         )
+        self._hear(reply[6])
+        return reply
 
-    def release(self, lease_id: int, proxy_id: str, now: float, gen: int) -> Released:
+    def release(
+        self, lease_id: int, proxy_id: str, now: float, gen: int, report: Report | None = None
+    ) -> Released:
         # Sent, not waited for (`Link.send`): whether the lease was still there the pool's books
         # know, and the next call's answer carries the shared state. That is what makes a pair
         # one round trip. Sent whole (7 lines, no prelude): nobody reads an answer that could
-        # say NOSCRIPT after a restart, so it must run all the same.
+        # say NOSCRIPT after a restart, so it must run all the same. The outcome goes with it,
+        # stamped with the pool's clock, for the other processes to judge.
         member = f"{lease_id}:{self._token}:{proxy_id}"
-        self.link.send_script(self._scripts["release"], self._keys["release"], [member, proxy_id])
+        entry = ""
+        if report is not None:
+            site, code, latency = report
+            seconds = "" if latency is None else repr(latency)
+            entry = f"{self._token}\t{proxy_id}\t{site}\t{code}\t{seconds}\t{now!r}"
+        self.link.send_script(
+            self._scripts["release"], self._keys["release"], [member, proxy_id, entry, _LOG_KEEP]
+        )
         return None
 
     def reclaim(self, now: float) -> Sequence[tuple[int, str]]:
-        expired = self._run("reclaim", self._keys["reclaim"], [self._now(now), _RECLAIM_BATCH])
+        expired, heard, active = self._run(
+            "reclaim", self._keys["reclaim"], [self._now(now), _RECLAIM_BATCH, self._seen]
+        )
+        self._hear(heard)
+        self.fleet_active = {
+            active[i]: max(0, int(active[i + 1])) for i in range(0, len(active), 2)
+        }
         mine = []
         for member in expired:
             lease, token, proxy_id = member.split(":", 2)

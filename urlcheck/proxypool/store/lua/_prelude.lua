@@ -18,3 +18,19 @@ local function view(gen, reg)
   return {cur_gen, cur_reg, redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]),
           proxies}
 end
+
+-- The fleet's outcomes since the caller's cursor (`seen`, the count appended so far, in meta),
+-- at most 2000 at a time: {seen after them, entries}, or {seen} when there is nothing new. A
+-- cursor ahead of the store (one that lost its log) or negative (a process starting) is
+-- answered with the store's count and nothing: the caller starts from there.
+local function news(cursor, log)
+  local seen = tonumber(redis.call('HGET', KEYS[1], 'seen') or '0')
+  cursor = tonumber(cursor)
+  if cursor == seen then return {seen} end
+  if cursor < 0 or cursor > seen then return {seen, {}} end
+  local len = redis.call('LLEN', log)
+  local from = len - (seen - cursor)
+  if from < 0 then from = 0 end
+  local to = math.min(len - 1, from + 1999)
+  return {seen - (len - 1 - to), redis.call('LRANGE', log, from, to)}
+end

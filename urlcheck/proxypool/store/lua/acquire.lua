@@ -1,9 +1,13 @@
--- Lease a proxy: the key's session if its proxy is usable, else the first usable id of the
--- caller's choice under its cap, else the forced (fallback) id, under its cap if caps are hard.
--- KEYS: meta states benches proxies out caps active leases sessions session_exp
--- ARGV: now|'' lease_ttl session_ttl site key|'' token gen reg forced|'' hard_cap(1|0) id...
+-- Lease a proxy: the key's session if its proxy is usable (and under its cap if caps are hard:
+-- else nothing, the session waits), else the first usable id of the caller's choice under its
+-- cap, else the forced (fallback) id, under its cap if caps are hard. A session whose proxy is
+-- not usable is lost: with end_lost, it ends and nothing is lent.
+-- KEYS: meta states benches proxies out caps active leases sessions session_exp log
+-- ARGV: now|'' lease_ttl session_ttl site key|'' token gen reg forced|'' hard_cap(1|0)
+--       end_lost(1|0) seen id...
 local now = clock(ARGV[1])
 local site, key = ARGV[4], ARGV[5]
+local hard = ARGV[10] == '1'
 
 -- cap: the id's entry in caps (false: not registered), read once by the caller
 local function usable(id, cap)
@@ -14,31 +18,46 @@ local function usable(id, cap)
   return not until_ or tonumber(until_) <= now
 end
 
+local function full(id, cap)
+  cap = tonumber(cap)
+  return cap > 0 and tonumber(redis.call('HGET', KEYS[7], id) or '0') >= cap
+end
+
 local chosen, lost, fallback, capped, session = false, 0, 0, 0, false
 if key ~= '' then
   session = redis.call('HGET', KEYS[9], key)
   if session then
     local held, expires = string.match(session, '^(.*)\t([^\t]*)$')
     if tonumber(expires) > now then
-      if usable(held, redis.call('HGET', KEYS[6], held)) then chosen = held else lost = 1 end
+      local cap = redis.call('HGET', KEYS[6], held)
+      if usable(held, cap) then
+        if hard and full(held, cap) then
+          return {0, '', 0, 0, view(ARGV[7], ARGV[8]), 1, news(ARGV[12], KEYS[11])}
+        end
+        chosen = held
+      else
+        lost = 1
+        if ARGV[11] == '1' then
+          redis.call('HDEL', KEYS[9], key)
+          redis.call('ZREM', KEYS[10], key)
+          return {0, '', 1, 0, view(ARGV[7], ARGV[8]), 0, news(ARGV[12], KEYS[11])}
+        end
+      end
     end
   end
 end
 if not chosen then
-  for i = 11, #ARGV do
+  for i = 13, #ARGV do
     local id = ARGV[i]
     local cap = redis.call('HGET', KEYS[6], id)
-    if usable(id, cap) then
-      cap = tonumber(cap)
-      if cap == 0 or tonumber(redis.call('HGET', KEYS[7], id) or '0') < cap then
-        chosen = id
-        break
-      end
+    if usable(id, cap) and not full(id, cap) then
+      chosen = id
+      break
     end
   end
   if not chosen and ARGV[9] ~= '' then
     local cap = tonumber(redis.call('HGET', KEYS[6], ARGV[9]) or '-1')
-    if cap == 0 or (cap > 0 and (ARGV[10] == '0'
+    if cap == 0 or (cap > 0 and (not hard
         or tonumber(redis.call('HGET', KEYS[7], ARGV[9]) or '0') < cap)) then
       chosen, fallback = ARGV[9], 1
     elseif cap > 0 then
@@ -70,4 +89,5 @@ if chosen then
     string.format('%d', lease) .. ':' .. ARGV[6] .. ':' .. chosen)
   redis.call('HINCRBY', KEYS[7], chosen, 1)
 end
-return {lease, chosen or '', lost, fallback, view(ARGV[7], ARGV[8]), capped}
+return {lease, chosen or '', lost, fallback, view(ARGV[7], ARGV[8]), capped,
+        news(ARGV[12], KEYS[11])}

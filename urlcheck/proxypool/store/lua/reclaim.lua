@@ -1,5 +1,7 @@
--- End the leases and sessions past their TTL, a bounded batch per call.
--- KEYS: meta states benches proxies leases active sessions session_exp    ARGV: now|'' batch
+-- End the leases and sessions past their TTL, a bounded batch per call; bring the caller the
+-- fleet's news since its cursor and the lease counts.
+-- KEYS: meta states benches proxies leases active sessions session_exp log
+-- ARGV: now|'' batch seen
 local now = clock(ARGV[1])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, ARGV[2])
 for _, member in ipairs(expired) do
@@ -14,4 +16,4 @@ for _, key in ipairs(ended) do
   redis.call('HDEL', KEYS[7], key)
   redis.call('ZREM', KEYS[8], key)
 end
-return expired
+return {expired, news(ARGV[3], KEYS[9]), redis.call('HGETALL', KEYS[6])}
