@@ -122,13 +122,12 @@ def test_the_changes_come_in_row_order(tmp_path):
     old = write_results(tmp_path / "old.jsonl", [result(row) for row in shuffled])
     new = write_results(
         tmp_path / "new.jsonl",
-        [result(row, status=404, final_status=404) for row in shuffled if row != 7]
-        + [result(41)],
+        [result(row, status=404, final_status=404) for row in shuffled if row != 7] + [result(41)],
     )
     out = io.StringIO()
     assert run_diff(old, new, str(tmp_path / "d.jsonl"), out=out, err=io.StringIO()) == 1
     printed = [int(line.split()[0]) for line in out.getvalue().splitlines()[:-1:2]]
-    assert printed == rows + [41]
+    assert printed == [*rows, 41]
     written = [json.loads(line)["row"] for line in (tmp_path / "d.jsonl").read_text().splitlines()]
     assert written == printed
 

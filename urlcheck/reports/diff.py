@@ -153,7 +153,8 @@ def _changes(old_path: Path, new_path: Path) -> Iterator[RowChange | DiffSummary
             }
             if not fields:
                 continue
-            change = RowChange(row, _url(result), "changed", fields, regressions(old_result, result))
+            found = regressions(old_result, result)
+            change = RowChange(row, _url(result), "changed", fields, found)
             summary.changed += 1
             summary.regressed += change.regressed
             yield change
