@@ -26,6 +26,7 @@ CORE = [
     "cluster",
     "redis",
     "config.reader",
+    "config.access",
 ]
 NOT_CORE = ["cluster.crawl"]
 # redis-py is loaded when a Redis client is made (urlcheck.redis.client), never by an import:
