@@ -27,6 +27,7 @@ CORE = [
     "redis",
     "config.reader",
     "config.access",
+    "config.file",
 ]
 NOT_CORE = ["cluster.crawl"]
 # redis-py is loaded when a Redis client is made (urlcheck.redis.client), never by an import:

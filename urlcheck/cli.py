@@ -119,7 +119,8 @@ def _main_help() -> str:
 def _check_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="urlcheck check",
-        usage="urlcheck check [CSV] [--out FILE] [--jobdir DIR] [-o FILE] [-s NAME=VALUE] ...",
+        usage="urlcheck check [CSV] [--out FILE] [--jobdir DIR] [-o FILE] [-s NAME=VALUE] "
+        "[--config FILE] ...",
         description=_wrap(
             "Check every URL of CSV: status, redirect chain, final URL and, where the CSV gives "
             "an expected target, a pass/fail verdict. The same as `scrapy crawl check -a "
@@ -160,7 +161,12 @@ def _check_parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         action="append",
         default=[],
-        help="a setting (docs/settings.md), may be repeated",
+        help="a setting (docs/settings.md), may be repeated; wins over the settings file",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the settings file (default: ./urlcheck.toml when there is one; docs/settings.md)",
     )
     parser.add_argument(
         "-a",
@@ -191,6 +197,8 @@ def check_argv(args: Sequence[str]) -> list[str]:
         argv += ["-o", output]
     for setting in opts.set:
         argv += ["-s", setting]
+    if opts.config:
+        argv += ["--config", opts.config]
     for spider_arg in opts.spargs:
         argv += ["-a", spider_arg]
     if opts.loglevel:

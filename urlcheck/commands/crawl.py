@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
+from urlcheck.crawl.configfile import add_config_option, read_config_or_exit
 from urlcheck.crawl.preflight import PreflightError, preflight
 from urlcheck.crawl.runtime import runtime
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
@@ -56,6 +57,7 @@ class Command(ScrapyCrawlCommand):
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
+        add_config_option(parser)
         # Every check run is a job (docs/jobs.md); these choose where, or opt out.
         parser.add_argument(
             "--jobdir",
@@ -73,6 +75,7 @@ class Command(ScrapyCrawlCommand):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
         assert self.settings is not None
+        read_config_or_exit(self.settings, opts)
         if opts.jobdir and opts.no_job:
             raise UsageError("--jobdir and --no-job exclude each other")
         if opts.jobdir:
