@@ -176,12 +176,12 @@ def test_unknown_command_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
 def test_check_arguments_become_scrapy_crawl_arguments() -> None:
     argv = check_argv([
         "in.csv", "--out", "r.jsonl", "--jobdir", "j", "-o", "r.csv", "-s", "A=1", "-a", "k=v",
-        "-L", "WARNING", "--logfile", "log.txt", "-O", "over.json",
+        "-L", "WARNING", "--logfile", "log.txt", "-O", "over.json", "-q", "--config", "u.toml",
     ])  # fmt: skip
     assert argv == [
         "crawl", "check", "-a", "csv=in.csv", "-a", "out=r.jsonl", "-s", "JOBDIR=j",
-        "-o", "r.csv", "-s", "A=1", "-a", "k=v", "-L", "WARNING", "--logfile", "log.txt",
-        "-O", "over.json",
+        "-o", "r.csv", "-s", "A=1", "--config", "u.toml", "-a", "k=v", "--quiet", "-L", "WARNING",
+        "--logfile", "log.txt", "-O", "over.json",
     ]  # fmt: skip
     with pytest.raises(SystemExit):
         check_argv(["--out", "r.jsonl"])  # no CSV and no job to resume
