@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from urlcheck.check.printable import printable_lines
-from urlcheck.jobs.status import format_duration
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
+
+    from urlcheck.jobs.progress import ProgressFigures
 
 LOG_NAME = "crawl.log"  # in the job directory, as `urlcheck serve` names its crawls' logs
 BAR_REFRESH = 0.5  # seconds between two draws of the bar
@@ -110,29 +111,14 @@ class Terminal:
             self.stream.write(text + "\n")
             self.stream.flush()
 
-    def show(
-        self,
-        done: int,
-        total: int,
-        *,
-        rate: float | None,
-        eta: float | None,
-        active_hosts: int,
-        backoff_hosts: int,
-        paused: bool = False,
-    ) -> None:
-        """Draw the bar with these figures (those of the progress line, docs/reports.md)."""
+    def show(self, figures: ProgressFigures) -> None:
+        """Draw the bar with the progress line's figures."""
         if not self.bar:
             return
         progress = self._progress or self._start_bar()
-        info = (
-            f"{done:,}/{total:,} rows · {'-' if rate is None else f'{rate:,.1f}'} rows/min · "
-            f"ETA {'-' if eta is None else format_duration(eta)} · "
-            f"hosts: {active_hosts} active, {backoff_hosts} in back-off"
-            + (" · paused" if paused else "")
-        )
         assert self._task is not None
-        progress.update(self._task, completed=done, total=max(total, 1), info=info)
+        total = max(figures.total, 1)
+        progress.update(self._task, completed=figures.done, total=total, info=figures.brief())
         progress.refresh()
 
     def _start_bar(self) -> Progress:

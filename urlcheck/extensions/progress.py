@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Self
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -22,7 +22,7 @@ from urlcheck.check.result import Result
 from urlcheck.crawl import internals
 from urlcheck.crawl.runtime import Runtime, runtime
 from urlcheck.crawl.terminal import BAR_REFRESH
-from urlcheck.jobs.progress import RunRate, format_progress
+from urlcheck.jobs.progress import ProgressFigures, RunRate
 from urlcheck.signals import job_paused, job_resumed
 
 if TYPE_CHECKING:
@@ -124,30 +124,28 @@ class Progress:
             return len(context.paused_hosts())
         return len(self.runtime.backoff.paused())
 
-    def figures(self, *, active_hosts: int = 0, paused: bool = False) -> dict[str, Any] | None:
+    def figures(self, *, active_hosts: int = 0, paused: bool = False) -> ProgressFigures | None:
         """What the line and the bar show, or None until the input is read."""
         rows = self.rows()
         if rows is None:
             return None
         done, total = rows
         now = self.clock()
-        return {
-            "done": done,
-            "total": total,
-            "rate": self.rate.rate(done, now),
-            "eta": None if paused else self.rate.eta(done, total, now),
-            "active_hosts": active_hosts,
-            "backoff_hosts": self.backoff_hosts(),
-            "paused": paused,
-        }
+        return ProgressFigures(
+            done,
+            total,
+            rate=self.rate.rate(done, now),
+            eta=None if paused else self.rate.eta(done, total, now),
+            active_hosts=active_hosts,
+            backoff_hosts=self.backoff_hosts(),
+            paused=paused,
+        )
 
     def line(self, *, active_hosts: int = 0, paused: bool = False) -> str | None:
         figures = self.figures(active_hosts=active_hosts, paused=paused)
-        if figures is None:
-            return None
-        return format_progress(figures.pop("done"), figures.pop("total"), **figures)
+        return None if figures is None else figures.line()
 
-    def _now(self) -> dict[str, Any] | None:
+    def _now(self) -> ProgressFigures | None:
         engine = self.crawler.engine
         if engine is None:
             return None
@@ -157,9 +155,9 @@ class Progress:
     def log_progress(self) -> None:
         figures = self._now()
         if figures is not None:
-            logger.info("%s", format_progress(figures.pop("done"), figures.pop("total"), **figures))
+            logger.info("%s", figures.line())
 
     def draw_bar(self) -> None:
         terminal, figures = self.runtime.terminal, self._now()
         if terminal is not None and figures is not None:
-            terminal.show(figures.pop("done"), figures.pop("total"), **figures)
+            terminal.show(figures)
