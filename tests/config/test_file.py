@@ -148,3 +148,17 @@ def test_urlcheck_check_reads_urlcheck_toml_and_s_wins(site: SiteServer, tmp_pat
     )
     status = urlcheck("job", "status", "nope", "--config", str(other), cwd=tmp_path)
     assert status.returncode == 2 and "max_hops: expected a whole number" in status.stderr
+
+
+def test_job_run_hands_the_file_to_its_crawl(site: SiteServer, tmp_path: Path) -> None:
+    chain = site.url("127.0.0.6", "/chain/3?id=toml-run")
+    (tmp_path / "urls.csv").write_text(f"url\n{chain}\n", encoding="utf-8")
+    settings = tmp_path / "conf" / "audit.toml"
+    settings.parent.mkdir()
+    settings.write_text("max_hops = 1\n[scrapy]\nlog_level = 'WARNING'\n", encoding="utf-8")
+    done = urlcheck(
+        "job", "run", "job", "--config", str(settings), "--", "-a", "csv=urls.csv",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert '"error": "too_many_hops"' in (tmp_path / "job" / "results.jsonl").read_text()
