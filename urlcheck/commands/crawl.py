@@ -24,7 +24,14 @@ from urlcheck.check.printable import printable_lines
 from urlcheck.crawl.configfile import add_config_option, read_config_or_exit
 from urlcheck.crawl.preflight import PreflightError, preflight
 from urlcheck.crawl.runtime import runtime
-from urlcheck.crawl.terminal import EscapingFormatter, Mode, Terminal, log_file
+from urlcheck.crawl.terminal import (
+    EscapingFormatter,
+    Mode,
+    Terminal,
+    log_file,
+    log_to,
+    take_the_log,
+)
 from urlcheck.extensions.summary import Summary
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
 from urlcheck.jobs.files import JobMeta
@@ -106,13 +113,10 @@ class Command(ScrapyCrawlCommand):
             raise UsageError("-v and -q exclude each other")
         self.mode = Mode.choose(verbose=opts.verbose, quiet=opts.quiet, tty=sys.stderr.isatty())
         self.terminal: Terminal | None = None
-        self._own_log = self.settings.getbool("LOG_ENABLED") and not self.settings.get("LOG_FILE")
+        self._own_log = False
         if self.mode is not Mode.LOG and args[:1] == ["check"]:
-            # Scrapy's first lines come before the job directory is known: the log file gets
-            # them once it is (run()), the terminal never.
             self.terminal = Terminal(bar=self.mode is Mode.BAR, level=logging.WARNING)
-            if self._own_log:
-                self.settings.set("LOG_ENABLED", False, priority="cmdline")
+            self._own_log = take_the_log(self.settings)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
@@ -163,11 +167,7 @@ class Command(ScrapyCrawlCommand):
             return Path(named).resolve() if named else None
         jobdir = self.settings.get("JOBDIR")
         results = Path(spider_args.get("out") or "results.jsonl")
-        path = log_file(Path(jobdir) if jobdir else None, results).resolve()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.settings.set("LOG_FILE", str(path), priority="cmdline")
-        self.settings.set("LOG_ENABLED", True, priority="cmdline")
-        return path
+        return log_to(self.settings, log_file(Path(jobdir) if jobdir else None, results))
 
 
 def _escape_stderr() -> None:

@@ -12,14 +12,18 @@ import csv
 import io
 import json
 import socket
+import sys
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy.commands import ScrapyCommand
+from scrapy.utils.log import log_scrapy_info
 
 from urlcheck.check.printable import printable
 from urlcheck.commands.crawl import exit_code
+from urlcheck.crawl.runtime import runtime
+from urlcheck.crawl.terminal import LOG_NAME, Terminal, log_to, take_the_log
 from urlcheck.demo.launcher import SiteServer
 from urlcheck.demo.resolver import LOOPBACK
 from urlcheck.jobs.exitcodes import ExitCode
@@ -88,9 +92,13 @@ class Command(ScrapyCommand):
         # The demo's rate-limited host asks for 2 s; a 30 s schedule would only make you wait.
         self.settings.set("URLCHECK_BACKOFF_BASE", 2, priority="cmdline")
         self.settings.set("LOG_LEVEL", self.settings.get("LOG_LEVEL", "INFO"), priority="cmdline")
+        # On a terminal, as `urlcheck check`: a progress bar, the log in the job's crawl.log.
+        self.terminal = Terminal(bar=True) if sys.stderr.isatty() else None
+        self._own_log = self.terminal is not None and take_the_log(self.settings)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.crawler_process is not None
+        assert self.settings is not None
         port = DEMO_PORT if _port_free(DEMO_PORT) else 0
         with SiteServer((LOOPBACK,), port=port) as site:
             self.jobdir.mkdir(parents=True, exist_ok=True)
@@ -100,9 +108,21 @@ class Command(ScrapyCommand):
                 f"Demo site on {LOOPBACK} port {site.port} as {', '.join(DEMO_HOSTS)} (hosts "
                 f"checked in parallel, one request at a time each); checking {csv}"
             )
+            terminal = self.terminal
+            if self._own_log:
+                log_to(self.settings, self.jobdir / LOG_NAME)
             crawler = self.crawler_process.create_crawler("check")
-            self.crawler_process.crawl(crawler, csv=str(csv))
-            self.crawler_process.start()
+            if self._own_log:
+                log_scrapy_info(self.settings)
+            runtime(crawler).terminal = terminal
+            if terminal is not None:
+                terminal.start()
+            try:
+                self.crawler_process.crawl(crawler, csv=str(csv))
+                self.crawler_process.start()
+            finally:
+                if terminal is not None:
+                    terminal.stop()
         code = exit_code(crawler)
         rows = _read_results(self.jobdir / "results.jsonl")
         if rows is None:
@@ -111,6 +131,8 @@ class Command(ScrapyCommand):
             return
         _print_rows(rows)
         print(f"\n{len(rows)} rows checked. Results: {(self.jobdir / 'results.jsonl').resolve()}")
+        if self._own_log:
+            print(f"The crawl's log: {(self.jobdir / LOG_NAME).resolve()}")
         self.exitcode = _judge(rows, designed_verdicts(DEMO_CSV.read_text("utf-8")), code)
 
 

@@ -23,6 +23,7 @@ from urlcheck.check.printable import printable_lines
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
+    from scrapy.settings import BaseSettings
 
     from urlcheck.jobs.progress import ProgressFigures
 
@@ -50,6 +51,25 @@ def log_file(jobdir: Path | None, results: Path) -> Path:
     if jobdir is not None:
         return jobdir / LOG_NAME
     return results.with_suffix(".log")
+
+
+def take_the_log(settings: BaseSettings) -> bool:
+    """Whether the log is urlcheck's to place (it is on, and no ``LOG_FILE`` was named): then it
+    is turned off until :func:`log_to` names its file, so that Scrapy's first lines, written
+    before the job directory is known, do not reach the terminal."""
+    if not settings.getbool("LOG_ENABLED") or settings.get("LOG_FILE"):
+        return False
+    settings.set("LOG_ENABLED", False, priority="cmdline")
+    return True
+
+
+def log_to(settings: BaseSettings, path: Path) -> Path:
+    """Send the log to ``path`` (appended to, run after run); call before the crawler is made."""
+    path = path.resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    settings.set("LOG_FILE", str(path), priority="cmdline")
+    settings.set("LOG_ENABLED", True, priority="cmdline")
+    return path
 
 
 class EscapingFormatter(logging.Formatter):
