@@ -135,9 +135,9 @@ class Command(ScrapyCrawlCommand):
                     print(f"urlcheck: {exc}", file=sys.stderr)
                     self.exitcode = exc.exit_code
                     return
-            log = self._log_to_file(opts.spargs) if terminal is not None else None
+            log = self._log_to_file(opts.spargs)
             crawler = self._create_crawler(args[0])
-            if log is not None:
+            if self._own_log:
                 log_scrapy_info(self.settings)  # the lines Scrapy wrote before the file
             elif check:
                 _escape_stderr()
@@ -159,8 +159,8 @@ class Command(ScrapyCrawlCommand):
                 _print_summary(crawler, log)
 
     def _log_to_file(self, spider_args: dict[str, str]) -> Path | None:
-        """The log's file when the terminal does not show it: the job's crawl.log, or the file
-        the user named (None: the user turned the log off)."""
+        """Where the log goes when not to stderr: the job's crawl.log when it is urlcheck's to
+        place, else the file the user named (None: stderr, or the log turned off)."""
         assert self.settings is not None
         if not self._own_log:
             named = self.settings.get("LOG_FILE")
