@@ -26,6 +26,8 @@ CORE = [
     "cluster",
     "redis",
     "config.reader",
+    "config.access",
+    "config.file",
 ]
 NOT_CORE = ["cluster.crawl"]
 # redis-py is loaded when a Redis client is made (urlcheck.redis.client), never by an import:

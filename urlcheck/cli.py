@@ -80,6 +80,8 @@ examples:
   urlcheck check urls.csv --jobdir jobs/site      # Ctrl-C, then the same command resumes
   urlcheck check urls.csv --out audit.jsonl -o audit.csv
   urlcheck check urls.csv -s URLCHECK_MAX_HOPS=5 -s DOWNLOAD_TIMEOUT=10
+  urlcheck check urls.csv --config audit.toml     # settings from a file (./urlcheck.toml too)
+  urlcheck check urls.csv -q                      # for cron: warnings and errors only
 
 exit codes: 0 finished, 2 input error, 3 finished with failed verdicts, 4 stopped before done
 (run it again to resume), 5 cancelled, 6 the job is locked by another process (docs/jobs.md)."""
@@ -119,11 +121,14 @@ def _main_help() -> str:
 def _check_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="urlcheck check",
-        usage="urlcheck check [CSV] [--out FILE] [--jobdir DIR] [-o FILE] [-s NAME=VALUE] ...",
+        usage="urlcheck check [CSV] [--out FILE] [--jobdir DIR] [-o FILE] [-s NAME=VALUE] "
+        "[--config FILE] ...",
         description=_wrap(
             "Check every URL of CSV: status, redirect chain, final URL and, where the CSV gives "
-            "an expected target, a pass/fail verdict. The same as `scrapy crawl check -a "
-            "csv=CSV` in the project; other `scrapy crawl` options pass through."
+            "an expected target, a pass/fail verdict. On a terminal a progress bar shows on "
+            "stderr and the log goes to the job's crawl.log; at the end the summary goes to "
+            "stdout. The same as `scrapy crawl check -a csv=CSV` in the project; other "
+            "`scrapy crawl` options pass through."
         ),
         epilog=CHECK_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -160,7 +165,12 @@ def _check_parser() -> argparse.ArgumentParser:
         metavar="NAME=VALUE",
         action="append",
         default=[],
-        help="a setting (docs/settings.md), may be repeated",
+        help="a setting (docs/settings.md), may be repeated; wins over the settings file",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the settings file (default: ./urlcheck.toml when there is one; docs/settings.md)",
     )
     parser.add_argument(
         "-a",
@@ -170,8 +180,25 @@ def _check_parser() -> argparse.ArgumentParser:
         default=[],
         help="a spider argument, may be repeated",
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="the log on stderr instead of a progress bar (as when stderr is not a terminal)",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="only warnings and errors on stderr and no summary; the log goes to the job's "
+        "crawl.log",
+    )
     parser.add_argument("-L", "--loglevel", metavar="LEVEL", help="log level (default: INFO)")
-    parser.add_argument("--logfile", metavar="FILE", help="log to FILE instead of stderr")
+    parser.add_argument(
+        "--logfile",
+        metavar="FILE",
+        help="log to FILE (default: stderr, or on a terminal the job's crawl.log)",
+    )
     return parser
 
 
@@ -191,8 +218,14 @@ def check_argv(args: Sequence[str]) -> list[str]:
         argv += ["-o", output]
     for setting in opts.set:
         argv += ["-s", setting]
+    if opts.config:
+        argv += ["--config", opts.config]
     for spider_arg in opts.spargs:
         argv += ["-a", spider_arg]
+    if opts.verbose:
+        argv += ["--verbose"]
+    if opts.quiet:
+        argv += ["--quiet"]
     if opts.loglevel:
         argv += ["-L", opts.loglevel]
     if opts.logfile:

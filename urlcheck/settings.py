@@ -75,6 +75,9 @@ DOWNLOADER_MIDDLEWARES = {
     # Off (NotConfigured) unless URLCHECK_PROXIES or URLCHECK_PROXY_FILE name proxies.
     "urlcheck.middlewares.proxy.ProxyPoolMiddleware": 580,
     "urlcheck.middlewares.bodycap.BodyCapMiddleware": 595,
+    # Off (NotConfigured) unless URLCHECK_HEADERS, URLCHECK_COOKIES or URLCHECK_AUTH is set;
+    # after Scrapy's CookiesMiddleware (700), so the configured cookies join the jar's.
+    "urlcheck.middlewares.siteaccess.SiteAccessMiddleware": 710,
 }
 SPIDER_MIDDLEWARES = {
     # Closest to the spider: a callback that raises still gives its row a line (internal_error).

@@ -179,6 +179,7 @@ def test_the_coordinators_hosts_json_is_the_jobs(
             "too_fast": 1,
             "backoff_seconds": 0.0,
             "unavailable": None,
+            "pace": None,  # a distributed job's pace state lives in its Redis
         }
         assert hosts["b"]["unavailable"]["last_status"] == 503
         assert 0 <= hosts["b"]["backoff_seconds"] <= 2

@@ -90,8 +90,9 @@ def _write(path: Path, data: bytes) -> Path:
 
 def test_scrapy_demo_in_the_checkout(tmp_path: Path) -> None:
     done = scrapy("demo", "--jobdir", str(tmp_path / "job"), "-s", "LOG_LEVEL=WARNING")
-    assert done.returncode == 3, done.stdout + done.stderr[-2000:]  # the demo has failing verdicts
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]  # it fails rows on purpose
     assert "11 rows checked" in done.stdout
+    assert "Rows 3 and 6 fail their verdicts on purpose" in done.stdout
     assert "[loop]" in done.stdout and "[temporary_redirect]" in done.stdout
     assert (tmp_path / "job" / "results.jsonl").read_text().count("\n") == 11
 
@@ -175,12 +176,12 @@ def test_unknown_command_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
 def test_check_arguments_become_scrapy_crawl_arguments() -> None:
     argv = check_argv([
         "in.csv", "--out", "r.jsonl", "--jobdir", "j", "-o", "r.csv", "-s", "A=1", "-a", "k=v",
-        "-L", "WARNING", "--logfile", "log.txt", "-O", "over.json",
+        "-L", "WARNING", "--logfile", "log.txt", "-O", "over.json", "-q", "--config", "u.toml",
     ])  # fmt: skip
     assert argv == [
         "crawl", "check", "-a", "csv=in.csv", "-a", "out=r.jsonl", "-s", "JOBDIR=j",
-        "-o", "r.csv", "-s", "A=1", "-a", "k=v", "-L", "WARNING", "--logfile", "log.txt",
-        "-O", "over.json",
+        "-o", "r.csv", "-s", "A=1", "--config", "u.toml", "-a", "k=v", "--quiet", "-L", "WARNING",
+        "--logfile", "log.txt", "-O", "over.json",
     ]  # fmt: skip
     with pytest.raises(SystemExit):
         check_argv(["--out", "r.jsonl"])  # no CSV and no job to resume
@@ -267,7 +268,8 @@ def test_check_bad_input_is_exit_code_2(
 
 def test_urlcheck_demo_runs_from_any_directory(tmp_path: Path) -> None:
     done = urlcheck("demo", "-s", "LOG_LEVEL=WARNING", cwd=tmp_path)
-    assert done.returncode == 3, done.stdout + done.stderr[-2000:]
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert "the demo ran as designed" in done.stdout.splitlines()[-1]
     assert "Demo site on 127.0.0.1 port " in done.stdout
     assert "11 rows checked" in done.stdout
     rows = read_jsonl(tmp_path / "demo-job" / "results.jsonl")

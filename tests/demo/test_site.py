@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import errno
 import gzip
+import hashlib
 import http.client
 import re
 import socket
@@ -663,3 +665,29 @@ def test_many_concurrent_clients(server: SiteServer) -> None:
     assert errors == []
     stats = host_stats(log_for(server, marker))
     assert (stats[A].count, stats[B].count) == (250, 250)
+
+
+def test_require_answers_200_only_with_what_it_asks_for(server: SiteServer) -> None:
+    auth = "/require/auth?user=ann&password=s%3Acret"
+    good = "Basic " + base64.b64encode(b"ann:s:cret").decode()
+    assert fetch(server, A, auth, headers={"Authorization": good})[0] == 200
+    status, headers, body = fetch(server, A, auth, headers={"Authorization": "Basic eA=="})
+    assert (status, headers["WWW-Authenticate"]) == (401, 'Basic realm="urlcheck-test"')
+    assert b"s:cret" not in body and fetch(server, A, auth)[0] == 401
+    cookie = "/require/cookie?name=consent&value=yes"
+    assert fetch(server, A, cookie, headers={"Cookie": "a=1; consent=yes"})[0] == 200
+    assert fetch(server, A, cookie, headers={"Cookie": "consent=no"})[0] == 403
+    header = "/require/header?name=X-Token&value=t1"
+    assert fetch(server, A, header, headers={"X-Token": "t1"})[0] == 200
+    status, _, body = fetch(server, A, header)
+    assert status == 403 and b"header X-Token is missing" in body and b"t1" not in body
+    hashed = "/require/auth?sha256=" + hashlib.sha256(b"ann:s:cret").hexdigest()
+    assert fetch(server, A, hashed, headers={"Authorization": good})[0] == 200
+    assert fetch(server, A, hashed, headers={"Authorization": "Basic !!"})[0] == 401
+    digest = hashlib.sha256(b"t1").hexdigest()
+    assert (
+        fetch(server, A, f"/require/header?name=X-T&sha256={digest}", headers={"X-T": "t1"})[0]
+        == 200
+    )
+    assert fetch(server, A, "/require/other?name=a")[0] == 400
+    assert fetch(server, A, "/require/cookie")[0] == 400

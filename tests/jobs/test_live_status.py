@@ -79,6 +79,9 @@ def test_meta_follows_the_crawl_and_records_effective_settings(
         "DOWNLOAD_TIMEOUT": 20.0,
         "RETRY_TIMES": 2,
         "URLCHECK_JOB_STUCK_AFTER": 180.0,
+        "URLCHECK_HEADERS": {},
+        "URLCHECK_COOKIES": {},
+        "URLCHECK_AUTH": [],
     }
 
 

@@ -80,6 +80,7 @@ def test_text_and_json() -> None:
     assert "50.0 rows/min, ETA 15m 00s" in text
     assert "slow.example (attempt 2, 1m 35s left)" in text
     assert "crawl running, pid 4321" in text
+    assert "\n  final answers: 2xx 0, 3xx 0, 4xx 0, 5xx 0, other 0, error 0\n" in text
     data = json.loads(json.dumps(status.to_dict()))
     assert data["stuck"] is True and data["running"] is True and data["pid"] == 4321
     assert data["state"] == "processing"

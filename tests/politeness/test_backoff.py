@@ -266,6 +266,60 @@ def test_pace_forgets_a_429_after_long_clean_runs_and_eases_to_the_floor():
     assert pace.delay("h") == 0.3
 
 
+def test_pace_resumes_where_an_earlier_run_left_it_and_eases_by_the_same_rule():
+    pace = HostPace(floor=0.3, maximum=2.0, ease_after=2)
+    pace.resume("h", 1.05, too_fast=3, bad=0.9, good=1.05, patience=1)
+    assert pace.delay("h") == 1.05 and pace.learned()["h"].too_fast == 3
+    for _ in range(2 * 8):  # converged: it stays put until FORGET_AFTER runs in all
+        pace.answered("h")
+    assert pace.delay("h") == 1.05
+    pace.answered("h")
+    pace.answered("h")  # the tenth converged run: the 429 is forgotten, it probes lower
+    assert pace.delay("h") == pytest.approx(0.525)
+    # Within this run's floor and maximum; a host that taught nothing is left alone.
+    pace.resume("big", 60.0, too_fast=1, bad=30.0, good=60.0, patience=99)
+    assert pace.delay("big") == 2.0 and pace.learned()["big"].state() == {
+        "bad": 2.0,
+        "good": 2.0,
+        "patience": 9,
+    }
+    pace.resume("plain", 0.3)
+    assert "plain" not in pace.learned()
+    off = HostPace(enabled=False)
+    off.resume("h", 1.05, too_fast=3)
+    assert off.delay("h") == 0.3
+
+
+def test_the_host_report_starts_a_jobs_hosts_from_its_hosts_json(tmp_path):
+    import json
+
+    from scrapy import Spider
+    from scrapy.utils.test import get_crawler
+
+    from urlcheck.crawl.runtime import runtime
+    from urlcheck.extensions.hostreport import HostReport
+
+    hosts = {
+        "a.test": {"delay": 1.2, "too_fast": 2, "pace": {"bad": 0.6, "good": 1.2, "patience": 0}},
+        "b.test": {"delay": 0.3, "too_fast": 0, "unavailable": {"rows_tried": 2}},
+        "c.test": {"delay": "fast", "too_fast": 1},  # a job file is not trusted
+        "d.test": {"delay": float("inf"), "too_fast": 1},
+        "e.test": {"delay": 0.9, "too_fast": 1, "pace": "?"},
+        "f.test": ["not", "an", "entry"],
+    }
+    (tmp_path / "hosts.json").write_text(json.dumps({"hosts": hosts}))
+    crawler = get_crawler(Spider, {"JOBDIR": str(tmp_path)})
+    HostReport.from_crawler(crawler).spider_opened()
+    pace = runtime(crawler).backoff.pace
+    assert {h: (k.delay, k.too_fast, k.bad, k.good) for h, k in pace.learned().items()} == {
+        "a.test": (1.2, 2, 0.6, 1.2),
+        "e.test": (0.9, 1, None, None),
+    }
+    off = get_crawler(Spider, {"JOBDIR": str(tmp_path), "URLCHECK_HOST_PACE_ENABLED": False})
+    HostReport.from_crawler(off).spider_opened()
+    assert runtime(off).backoff.pace.learned() == {}
+
+
 def test_middleware_learns_the_pace_from_429_only():
     crawler, middleware = _middleware(DOWNLOAD_DELAY=0.3)
     pace = middleware.backoff.pace

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
@@ -154,14 +155,59 @@ async def test_a_429_raises_the_hosts_delay_for_the_rest_of_the_run(strict_site,
         assert len(rejected) == 2
         hosts = json.loads((job / "hosts.json").read_text())["hosts"]
         assert hosts[host].pop("backoff_seconds") == pytest.approx(2.0)  # two 1 s pauses
-        assert hosts[host] == {"delay": 0.6, "too_fast": 2, "unavailable": None}
+        assert hosts[host] == {
+            "delay": 0.6,
+            "too_fast": 2,
+            "unavailable": None,
+            "pace": {"bad": 0.3, "good": None, "patience": 0},
+        }
         assert crawler.stats.get_value(f"urlcheck/pace/delay/{host}") == 0.6
     else:
         assert len(rejected) == 7  # every row after the first, once each
         hosts = json.loads((job / "hosts.json").read_text())["hosts"]
         # Nothing learned; the host is there for its pauses alone, one per 429.
         assert hosts[host].pop("backoff_seconds") == pytest.approx(7.0)
-        assert hosts[host] == {"delay": 0.1, "too_fast": 0, "unavailable": None}
+        assert hosts[host] == {"delay": 0.1, "too_fast": 0, "unavailable": None, "pace": None}
+
+
+@deferred_f_from_coro_f
+async def test_a_new_run_of_the_job_starts_at_the_pace_the_last_one_learned(
+    strict_site, tmp_path, caplog
+):
+    host = "127.0.0.41"
+    urls = [strict_site.url(host, f"/ok?id=carried&i={i}") for i in range(14)]
+    csv = write_csv(tmp_path / "in.csv", "url\n" + "\n".join(urls) + "\n")
+    job = tmp_path / "job"
+    settings = {
+        **SEQUENTIAL,
+        "DOWNLOAD_DELAY": 0.1,
+        "URLCHECK_BACKOFF_BASE": 0.5,
+        "URLCHECK_HOST_DELAY_EASE_AFTER": 3,  # probe lower after 3 clean answers, not 20
+        "JOBDIR": str(job),
+    }
+
+    def rejected() -> int:
+        return sum(1 for e in requests_to(strict_site, host, "id=carried") if e["rejected"])
+
+    first, _ = await crawl(csv, tmp_path / "out.jsonl", **settings)
+    assert len(first) == 14 and all(r["status"] == 200 for r in first)
+    learned = rejected()
+    assert learned >= 2  # a fresh start pays 429s to learn the host's pace
+    before = json.loads((job / "hosts.json").read_text())["hosts"][host]
+    assert before["too_fast"] == learned and before["pace"]["bad"] is not None
+    assert before["delay"] > 0.5  # the strict host's limit, found
+
+    # A new run comes later than the host's limit after the last one's last request (a crawl
+    # can open again within 0.5 s, and this host counts gaps across runs).
+    time.sleep(0.6)
+    with caplog.at_level(logging.INFO, logger="urlcheck.extensions.hostreport"):
+        second, _ = await crawl(csv, tmp_path / "out.jsonl", **settings)  # the job again
+    assert len(second) == 14 and all(r["status"] == 200 for r in second)
+    assert rejected() == learned  # not one new 429: it started where the first run ended
+    assert f"delays carried over from the job's last run: {host} " in caplog.text
+    after = json.loads((job / "hosts.json").read_text())["hosts"][host]
+    assert after["too_fast"] == learned  # the job's count
+    assert after["delay"] == before["delay"] and after["pace"]["bad"] == before["pace"]["bad"]
 
 
 # --- 6. answers that must cost nothing ----------------------------------------------------------

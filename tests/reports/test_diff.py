@@ -114,3 +114,44 @@ def test_scrapy_job_diff(tmp_path):
     assert "3 regressed" in done.stdout and (tmp_path / "d.jsonl").exists()
     assert scrapy_job("diff", str(old), str(old), cwd=tmp_path).returncode == 0
     assert scrapy_job("diff", str(old), cwd=tmp_path).returncode == 2  # usage
+
+
+def test_the_changes_come_in_row_order(tmp_path):
+    rows = list(range(1, 41))
+    shuffled = rows[::-1][::2] + rows[::-1][1::2]  # a results file is in finishing order
+    old = write_results(tmp_path / "old.jsonl", [result(row) for row in shuffled])
+    new = write_results(
+        tmp_path / "new.jsonl",
+        [result(row, status=404, final_status=404) for row in shuffled if row != 7] + [result(41)],
+    )
+    out = io.StringIO()
+    assert run_diff(old, new, str(tmp_path / "d.jsonl"), out=out, err=io.StringIO()) == 1
+    printed = [int(line.split()[0]) for line in out.getvalue().splitlines()[:-1:2]]
+    assert printed == [*rows, 41]
+    written = [json.loads(line)["row"] for line in (tmp_path / "d.jsonl").read_text().splitlines()]
+    assert written == printed
+
+
+def test_a_file_that_is_not_a_results_file_is_one_line_and_exit_code_2(tmp_path):
+    results = write_results(tmp_path / "job" / "results.jsonl", [result(1)])
+    (tmp_path / "urls.csv").write_text("url\nhttp://127.0.0.2/\n", encoding="utf-8")
+    (tmp_path / "log.txt").write_text("2026-11-30 INFO started\n{}\n", encoding="utf-8")
+    for bad in ("urls.csv", "log.txt"):
+        err = io.StringIO()
+        output = tmp_path / f"{bad}.changes.jsonl"
+        code = run_diff(tmp_path / bad, results, str(output), out=io.StringIO(), err=err)
+        assert code == ExitCode.INPUT_ERROR
+        assert err.getvalue() == (
+            f"urlcheck: {tmp_path / bad}: not a urlcheck results file (its first line is not a "
+            "result line, a JSON object with a row number)\n"
+        )
+        assert not output.exists()  # nothing written
+    done = scrapy_job("diff", str(tmp_path / "log.txt"), str(tmp_path / "job"), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "not a urlcheck results file" in done.stderr
+    assert done.stdout == ""
+    # An empty results file, or one whose only line a crash tore, is a run with no rows yet.
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "torn.jsonl").write_bytes(b'{"row": 1, "url": "http://127')
+    for fresh in ("empty.jsonl", "torn.jsonl"):
+        assert run_diff(tmp_path / fresh, results, None, out=io.StringIO(), err=err) == 0

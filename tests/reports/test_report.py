@@ -277,3 +277,20 @@ def test_junit_survives_what_xml_cannot_hold(tmp_path):
     assert case.get("name") == 'row 1: http://a.test/"<&>'
     assert "expected: http://a.test/\ufffd" in case.find("failure").text
     assert root.get("tests") == "1" and root.get("failures") == "1"
+
+
+def test_a_report_of_what_is_not_a_results_file_is_exit_code_2(tmp_path):
+    (tmp_path / "some.csv").write_text("url,expected\nhttp://127.0.0.2/,\n", encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    assert run_report(tmp_path / "some.csv", None, out=out, err=err) == ExitCode.INPUT_ERROR
+    assert err.getvalue().count("\n") == 1 and "not a urlcheck results file" in err.getvalue()
+    assert out.getvalue() == "" and not (tmp_path / "report.html").exists()
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "results.jsonl").write_text("not json\n", encoding="utf-8")
+    done = scrapy_job("report", str(job), cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        f"urlcheck: {job / 'results.jsonl'}: not a urlcheck results file (its first line is not "
+        "a result line, a JSON object with a row number)\n"
+    )

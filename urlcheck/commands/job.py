@@ -18,6 +18,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from urlcheck.config.reader import ConfigError
+from urlcheck.crawl.configfile import add_config_option, read_config_or_exit
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.steer import ACTIONS as STEER_ACTIONS
 from urlcheck.jobs.steer import SteerError, steer
@@ -72,6 +73,7 @@ class Command(ScrapyCommand):
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
+        add_config_option(parser)
         parser.add_argument("--json", dest="json", action="store_true", help="status: print JSON")
         parser.add_argument(
             "-o",
@@ -105,6 +107,11 @@ class Command(ScrapyCommand):
             f"(default {defaults.stop_grace:g})",
         )
 
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        assert self.settings is not None
+        self.config_file = read_config_or_exit(self.settings, opts)
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args and args[0] in REPORT_ACTIONS:
             self.exitcode = self._run_report(args, opts)
@@ -119,6 +126,8 @@ class Command(ScrapyCommand):
             extra = args[2:]
             if extra[:1] == ["--"]:
                 extra = extra[1:]
+            if self.config_file is not None:  # the crawl reads the same file
+                extra = ["--config", str(self.config_file), *extra]
             self.exitcode = int(self._run_supervised(Path(args[1]), extra, opts))
             return
         if len(args) != 2:

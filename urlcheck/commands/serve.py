@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scrapy.commands import ScrapyCommand
 
 from urlcheck.config.reader import ConfigError
+from urlcheck.crawl.configfile import add_config_option, read_config_or_exit
 from urlcheck.jobs.exitcodes import ExitCode
 
 if TYPE_CHECKING:
@@ -43,9 +44,15 @@ class Command(ScrapyCommand):
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
+        add_config_option(parser)
         parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
         parser.add_argument("--port", type=int, help="port (default 8080; 0: a free one)")
         parser.add_argument("--jobs", metavar="DIR", help="the jobs root (default .urlcheck/jobs)")
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        assert self.settings is not None
+        self.config_file = read_config_or_exit(self.settings, opts)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         from urlcheck.serve.config import ServeConfig
@@ -59,6 +66,7 @@ class Command(ScrapyCommand):
                 port=opts.port,
                 jobs=opts.jobs,
                 crawl_settings=tuple(opts.set or ()),
+                config_file=self.config_file,
             )
         except ConfigError as exc:
             print(f"urlcheck: {exc}", file=sys.stderr)

@@ -9,11 +9,12 @@ is one clear line naming the setting; during the crawl every component reads its
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from urlcheck.check.addressguard import AddressPolicy
+from urlcheck.config.access import SiteAccess
 from urlcheck.config.proxies import ProxySettings
 from urlcheck.config.reader import ConfigError, SettingsReader
 from urlcheck.jobs.recheck import Recheck
@@ -190,6 +191,7 @@ class UrlcheckConfig:
     body_max_bytes: int = 256 * 1024
     results_enabled: bool = True
     recheck: Recheck | None = None  # -a recheck=...: rows of the job to check again
+    access: SiteAccess = field(default_factory=SiteAccess)  # headers, cookies, auth per host
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> UrlcheckConfig:
@@ -207,6 +209,7 @@ class UrlcheckConfig:
             body_max_bytes=read.integer("URLCHECK_BODY_MAX_BYTES", 256 * 1024, minimum=1024),
             results_enabled=read.boolean("URLCHECK_RESULTS_ENABLED", True),
             recheck=_recheck(read.text("URLCHECK_RECHECK", "")),
+            access=SiteAccess.from_settings(settings),
         )
 
 

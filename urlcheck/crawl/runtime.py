@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from urlcheck.check.result import Result
     from urlcheck.cluster.frontier import JobHost
     from urlcheck.crawl.requests import RowRequests
+    from urlcheck.crawl.terminal import Terminal
     from urlcheck.input.csvfile import CsvSource
     from urlcheck.input.feeder import HostFeeder
     from urlcheck.jobs.context import JobContext
@@ -63,6 +64,8 @@ class Runtime:
         # of the spider requesting them, and reads the whole job's hosts for the host report.
         self.feed_rows: Callable[[CsvSource, HostFeeder], Awaitable[None]] | None = None
         self.job_hosts: Callable[[], Mapping[str, JobHost] | None] | None = None
+        # Set by `urlcheck check` on a terminal: the progress bar the Progress extension draws.
+        self.terminal: Terminal | None = None
 
     @property
     def results_path(self) -> Path | None:

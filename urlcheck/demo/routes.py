@@ -8,7 +8,9 @@ first line of its docstring is what the index page (``/``) shows.
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
+import hashlib
 import html
 import ipaddress
 import re
@@ -418,6 +420,47 @@ async def down(exchange: Exchange) -> Reply:
     """503 (or `status`, 500-599) to everyone, nginx's error page, no Retry-After."""
     code = _int(exchange.request.arg("status"), "status", 500, 599, 503)
     return Response(code, (("Content-Type", "text/html"),), down_page(code))
+
+
+# --- What a site asks of its visitors: credentials, a cookie, a header (issue 25) ---------------
+
+
+@route("/require/{what}")
+async def require(exchange: Exchange, what: str) -> Reply:
+    """200 when the request carries `what`: auth (`user`, `password`), cookie or header (`name`,
+    `value`), or any of them given as `sha256` of its value; else 401 (auth) or 403."""
+    request, arg = exchange.request, exchange.request.arg
+    digest = arg("sha256")
+
+    def same(sent: str | None, expected: str) -> bool:
+        if sent is None:
+            return False
+        if digest is not None:  # the value kept out of the URL (and so out of logs)
+            return hashlib.sha256(sent.encode("latin-1")).hexdigest() == digest.lower()
+        return sent == expected
+
+    if what == "auth":
+        sent = request.header("authorization") or ""
+        try:
+            pair = base64.b64decode(sent[6:], validate=True).decode("latin-1")
+        except ValueError:
+            pair = None
+        expected = f"{arg('user') or ''}:{arg('password') or ''}"
+        if sent.startswith("Basic ") and same(pair, expected):
+            return page(200, "welcome")
+        challenge = (("WWW-Authenticate", 'Basic realm="urlcheck-test"'),)
+        return page(401, "these credentials are not the ones asked for", challenge)
+    name, value = arg("name") or "", arg("value") or ""
+    if not name:
+        raise BadParamError("name must be given")
+    if what == "cookie":
+        pairs = [p.strip().partition("=") for p in (request.header("cookie") or "").split(";")]
+        ok = any(key == name and same(got, value) for key, _, got in pairs)
+    elif what == "header":
+        ok = same(request.header(name.lower()), value)
+    else:
+        raise BadParamError(f"what must be auth, cookie or header, got {what!r}")
+    return page(200, f"{what} {name} as asked") if ok else page(403, f"{what} {name} is missing")
 
 
 # --- Locations that browsers read differently from how they look (issue 14) ---------------------

@@ -2,9 +2,15 @@
 once and written to ``hosts.json`` in the job directory (when there is one) for reports.
 
 ``hosts.json`` maps each host that was slowed, paused or given up on to ``{"delay": seconds,
-"too_fast": 429s, "backoff_seconds": seconds, "unavailable": {...evidence...} | null}``. A
-resumed job updates the hosts it met again and keeps the others; ``backoff_seconds`` adds up
-over the job's runs (the time its rows waited), the other fields are the latest run's.
+"too_fast": 429s, "backoff_seconds": seconds, "unavailable": {...evidence...} | null, "pace":
+{"bad": s, "good": s, "patience": n} | null}``. A resumed job updates the hosts it met again and
+keeps the others; ``backoff_seconds`` adds up over the job's runs (the time its rows waited),
+the other fields are the latest run's.
+
+What a job learned, it keeps: when a run of the job opens, each host's delay, 429 count and pace
+state are read back from ``hosts.json`` (:meth:`urlcheck.politeness.pace.HostPace.resume`), so the
+run starts at the pace the last one ended with instead of taking a new 429 to learn it again;
+``too_fast`` is then the job's count. A host given up on is tried again by a new run.
 
 In a distributed job, the coordinator's report is the whole job's, read from Redis in one call:
 every host any process slowed, paused or gave up on, with the 429s and back-off time of all of
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -44,8 +51,39 @@ class HostReport:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         extension = cls(crawler, runtime(crawler).backoff)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
+
+    def spider_opened(self) -> None:
+        """Start each host at the pace the job's last run ended with (one process: a distributed
+        job's pace lives in its Redis)."""
+        jobdir = self.crawler.settings.get("JOBDIR")
+        pace = self.backoff.pace
+        if not jobdir or not pace.enabled or runtime(self.crawler).cluster_role is not None:
+            return
+        carried = []
+        for host, entry in read_hosts(Path(jobdir)).items():
+            state = entry.get("pace")
+            state = state if isinstance(state, dict) else {}
+            delay, too_fast = _number(entry.get("delay")), entry.get("too_fast")
+            if delay is None or not isinstance(too_fast, int) or too_fast < 0:
+                continue
+            pace.resume(
+                host,
+                delay,
+                too_fast=too_fast,
+                bad=_number(state.get("bad")),
+                good=_number(state.get("good")),
+                patience=state["patience"] if isinstance(state.get("patience"), int) else 0,
+            )
+            if host in pace.learned():
+                carried.append(f"{host} {pace.delay(host):.2f} s")
+        if carried:
+            shown = ", ".join(carried[:10]) + (
+                f" and {len(carried) - 10} more" if len(carried) > 10 else ""
+            )
+            logger.info("urlcheck: delays carried over from the job's last run: %s", shown)
 
     def hosts(self) -> tuple[dict[str, dict[str, Any]], bool]:
         """Every host that was slowed, paused or given up on this run; on the coordinator of a
@@ -73,6 +111,7 @@ class HostReport:
                 learned[host].too_fast if host in learned else 0,
                 paused.get(host, 0.0),
                 down.get(host),
+                learned[host].state() if host in learned else None,
             )
             for host in sorted(learned.keys() | paused.keys() | down.keys())
         }, False
@@ -113,24 +152,44 @@ class HostReport:
 
 
 def _entry(
-    delay: float, too_fast: int, backoff_seconds: float, down: Unavailable | None
+    delay: float,
+    too_fast: int,
+    backoff_seconds: float,
+    down: Unavailable | None,
+    pace: dict[str, float | int | None] | None = None,
 ) -> dict[str, Any]:
     return {
         "delay": round(delay, 3),
         "too_fast": too_fast,
         "backoff_seconds": round(backoff_seconds, 3),
         "unavailable": None if down is None else down.as_dict(),
+        "pace": pace,
     }
+
+
+def _number(value: object) -> float | None:
+    """A finite, non-negative number from a job file, else None (the file is not trusted)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
+
+
+def read_hosts(jobdir: Path) -> dict[str, dict[str, Any]]:
+    """``jobdir/hosts.json``'s hosts; empty when it is missing or unreadable."""
+    try:
+        known = json.loads((jobdir / HOSTS_FILE).read_text(encoding="utf-8")).get("hosts", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    if not isinstance(known, dict):
+        return {}
+    return {str(h): e for h, e in known.items() if isinstance(e, dict)}
 
 
 def write_hosts(jobdir: Path, hosts: dict[str, dict[str, Any]], *, totals: bool = False) -> None:
     """Merge ``hosts`` into ``jobdir/hosts.json``, atomically. ``totals``: their back-off times
     are the job's so far (a distributed job's, from Redis), not this run's to add up."""
     path = jobdir / HOSTS_FILE
-    try:
-        known = json.loads(path.read_text(encoding="utf-8")).get("hosts", {})
-    except (OSError, ValueError, AttributeError):
-        known = {}
+    known = read_hosts(jobdir)
     for host, entry in hosts.items():
         before = known.get(host)
         earlier = before.get("backoff_seconds") if isinstance(before, dict) else None

@@ -68,6 +68,7 @@ def effective_settings(crawler: Crawler) -> dict[str, Any]:
         "DOWNLOAD_TIMEOUT": settings.getfloat("DOWNLOAD_TIMEOUT"),
         "RETRY_TIMES": settings.getint("RETRY_TIMES"),
         "URLCHECK_JOB_STUCK_AFTER": config.jobs.stuck_after,
+        **config.access.described(),  # hosts and names only: the values are secrets
     }
 
 

@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 class Summary:
     def __init__(self, stats: StatsCollector) -> None:
         self.stats = stats
+        self.block = ""  # the summary block, once the spider has closed (urlcheck check prints it)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -68,4 +69,5 @@ class Summary:
         for title, key in (("redirected", "urlcheck/redirected"), ("loops", "urlcheck/loops")):
             if stats.get(key):
                 lines.append(f"  {title}: {stats[key]}")
-        logger.info("\n".join(lines))
+        self.block = "\n".join(lines)
+        logger.info("%s", self.block)

@@ -3,6 +3,8 @@ clock: its rate, when its heartbeat must be written, when a progress line is due
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from urlcheck.jobs.status import format_duration
 
 
@@ -78,22 +80,39 @@ class Heartbeat:
         self._active_since_write = False
 
 
-def format_progress(
-    done: int,
-    total: int,
-    *,
-    rate: float | None,
-    eta: float | None,
-    active_hosts: int,
-    backoff_hosts: int,
-    paused: bool = False,
-) -> str:
-    """The progress line: ``Progress: 41250/100000 rows (41.2%), 312.5 rows/min, ETA 3h 08m;
-    hosts: 5 active, 1 in back-off``."""
-    return (
-        f"Progress: {done}/{total} rows ({100.0 * done / total if total else 100.0:.1f}%), "
-        f"{'-' if rate is None else f'{rate:.1f}'} rows/min, "
-        f"ETA {'-' if eta is None else format_duration(eta)}; "
-        f"hosts: {active_hosts} active, {backoff_hosts} in back-off"
-        f"{'; paused' if paused else ''}"
-    )
+@dataclass(frozen=True, slots=True)
+class ProgressFigures:
+    """What the progress line and the terminal's bar show."""
+
+    done: int
+    total: int
+    rate: float | None  # rows per minute over this run, None while unknown
+    eta: float | None  # seconds, None while unknown or paused
+    active_hosts: int
+    backoff_hosts: int
+    paused: bool = False
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.done / self.total if self.total else 100.0
+
+    def line(self) -> str:
+        """The progress line: ``Progress: 41250/100000 rows (41.2%), 312.5 rows/min, ETA 3h 08m;
+        hosts: 5 active, 1 in back-off``."""
+        return (
+            f"Progress: {self.done}/{self.total} rows ({self.percent:.1f}%), "
+            f"{'-' if self.rate is None else f'{self.rate:.1f}'} rows/min, "
+            f"ETA {'-' if self.eta is None else format_duration(self.eta)}; "
+            f"hosts: {self.active_hosts} active, {self.backoff_hosts} in back-off"
+            f"{'; paused' if self.paused else ''}"
+        )
+
+    def brief(self) -> str:
+        """The same beside a bar, which shows the percentage."""
+        return (
+            f"{self.done:,}/{self.total:,} rows · "
+            f"{'-' if self.rate is None else f'{self.rate:,.1f}'} rows/min · "
+            f"ETA {'-' if self.eta is None else format_duration(self.eta)} · "
+            f"hosts: {self.active_hosts} active, {self.backoff_hosts} in back-off"
+            f"{' · paused' if self.paused else ''}"
+        )

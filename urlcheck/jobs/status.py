@@ -231,7 +231,8 @@ def format_status(status: JobStatus) -> str:
         lines.append(f"  back-off:      {len(status.backoff_hosts)} host(s): {hosts}")
     elif status.state is JobState.PROCESSING:
         lines.append("  back-off:      none")
-    lines.append(f"  status:        {_tally(status.counts.by_status)}")
+    # meta.json counts each row's final answer (the end of its chain), not its first.
+    lines.append(f"  final answers: {_tally(status.counts.by_status)}")
     lines.append(f"  verdicts:      {_tally(status.counts.by_verdict)}")
     if status.finished_at:
         lines.append(f"  finished:      {status.finished_at} ({status.finish_reason})")

@@ -14,6 +14,10 @@ host (``pace_step`` in ``urlcheck/cluster/lua/_prelude.lua``), with this module'
 along (``urlcheck.cluster.frontier.PaceRule``): :attr:`HostPace.listener` hands each answer to
 the process's completion, which applies it there.
 
+What a run learned, the next run of the job starts from: the host report writes each host's
+delay and state to the job's ``hosts.json`` at the end, and :meth:`HostPace.resume` sets them
+again before the first request (:mod:`urlcheck.extensions.hostreport`).
+
 Measured (bench/politeness.py, a host that 429s arrivals closer than 1 s): the delay goes
 0.3 -> 0.6 -> 1.2 s, probes 0.9 s once, and settles at 1.05 s: three 429s for 100 rows.
 """
@@ -38,11 +42,16 @@ PaceListener = Callable[[str, str, float | None], None]
 @dataclass(slots=True)
 class HostDelay:
     delay: float
-    too_fast: int = 0  # 429s received
+    too_fast: int = 0  # 429s received (the job's, with what earlier runs carried over)
     bad: float | None = None  # the largest delay that drew a 429
     good: float | None = None  # the last delay with a full run of clean answers
     clean: int = 0
     patience: int = 0
+
+    def state(self) -> dict[str, float | int | None]:
+        """What a later run needs besides the delay to go on from here (hosts.json's
+        ``pace``): the run of clean answers in progress is not kept."""
+        return {"bad": self.bad, "good": self.good, "patience": self.patience}
 
 
 class HostPace:
@@ -76,6 +85,29 @@ class HostPace:
     def asked(self, host: str) -> float:
         """The Crawl-delay ``host`` gets (0.0: it asked for none)."""
         return self._asked.get(host, 0.0)
+
+    def resume(
+        self,
+        host: str,
+        delay: float,
+        *,
+        too_fast: int = 0,
+        bad: float | None = None,
+        good: float | None = None,
+        patience: int = 0,
+    ) -> None:
+        """Start ``host`` where an earlier run of the job left it (hosts.json), within this
+        run's floor and maximum; it eases back by the same rule as a delay learned now. A host
+        that taught nothing (no 429, at the floor) is left alone."""
+        if not self.enabled or (not too_fast and bad is None and delay <= self.floor):
+            return
+        self._hosts[host] = HostDelay(
+            min(max(delay, self.floor), self.maximum),
+            too_fast=too_fast,
+            bad=None if bad is None else min(bad, self.maximum),
+            good=None if good is None else min(max(good, self.floor), self.maximum),
+            patience=min(max(patience, 0), FORGET_AFTER - 1),
+        )
 
     def too_fast(self, host: str, retry_after: float | None = None) -> float:
         """``host`` answered 429; returns its new delay."""

@@ -1,8 +1,8 @@
 """What changed between two runs: rows matched by row number and URL.
 
-OLD is indexed in two compact arrays (byte offset and a hash of the compared fields, 16 bytes
-a row) rather than as objects, so a million-row diff stays small; an OLD line is parsed again
-only when its hash differs from the NEW line's.
+Each run is indexed in two compact arrays (byte offset and a hash of the compared fields, 16
+bytes a row) rather than as objects, so a million-row diff stays small and is walked in row
+order; a line is parsed again only when its hash differs from the other run's.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def regressions(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 class _Index:
-    """Where each OLD row's line is, and a hash of what it said."""
+    """Where each row's line is in one run's file, and a hash of what it said."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -115,47 +115,54 @@ class _Index:
 
 
 def diff(old: Path, new: Path) -> Iterator[RowChange | DiffSummary]:
-    """Each changed, added or removed row, then the summary (last)."""
-    old_path, new_path = ResultsSource.open(old).path, ResultsSource.open(new).path
-    index = _Index(old_path)
+    """Each changed, added or removed row in row order, then the summary (last). Both paths
+    are checked at once: SourceError when one is not a job directory or a results file."""
+    return _changes(ResultsSource.open(old).path, ResultsSource.open(new).path)
+
+
+def _changes(old_path: Path, new_path: Path) -> Iterator[RowChange | DiffSummary]:
+    before, after = _Index(old_path), _Index(new_path)
     summary = DiffSummary()
-    seen = bytearray(len(index.offsets))
-    with old_path.open("rb") as old_file:
-        for _, result in _lines(new_path):
-            row, url = result["row"], str(result.get("url") or "")
-            offset = index.offset(row)
-            if offset < 0:
-                summary.added += 1
-                yield RowChange(row, url, "added")
+    with old_path.open("rb") as old_file, new_path.open("rb") as new_file:
+        for row in range(max(len(before.offsets), len(after.offsets))):
+            old_at, new_at = before.offset(row), after.offset(row)
+            if new_at < 0:
+                if old_at >= 0:
+                    summary.removed += 1
+                    yield RowChange(row, _url(before.read(old_file, old_at)), "removed")
                 continue
-            seen[row] = 1
-            if index.keys[row] == _key(result):
-                summary.compared += 1
-                continue
-            before = index.read(old_file, offset)
-            if before.get("url") != result.get("url"):  # another URL on that row: not a match
-                summary.removed += 1
+            if old_at < 0:
                 summary.added += 1
-                yield RowChange(row, str(before.get("url") or ""), "removed")
-                yield RowChange(row, url, "added")
+                yield RowChange(row, _url(after.read(new_file, new_at)), "added")
                 continue
             summary.compared += 1
+            if before.keys[row] == after.keys[row]:
+                continue
+            old_result, result = before.read(old_file, old_at), after.read(new_file, new_at)
+            if old_result.get("url") != result.get("url"):  # another URL on that row: no match
+                summary.compared -= 1
+                summary.removed += 1
+                summary.added += 1
+                yield RowChange(row, _url(old_result), "removed")
+                yield RowChange(row, _url(result), "added")
+                continue
             fields = {
-                name: [before.get(name), result.get(name)]
+                name: [old_result.get(name), result.get(name)]
                 for name in FIELDS
-                if before.get(name) != result.get(name)
+                if old_result.get(name) != result.get(name)
             }
             if not fields:
                 continue
-            change = RowChange(row, url, "changed", fields, regressions(before, result))
+            found = regressions(old_result, result)
+            change = RowChange(row, _url(result), "changed", fields, found)
             summary.changed += 1
             summary.regressed += change.regressed
             yield change
-        for row, offset in enumerate(index.offsets):
-            if offset >= 0 and not seen[row]:
-                summary.removed += 1
-                yield RowChange(row, str(index.read(old_file, offset).get("url") or ""), "removed")
     yield summary
+
+
+def _url(result: dict[str, Any]) -> str:
+    return str(result.get("url") or "")
 
 
 def _value(value: Any) -> str:

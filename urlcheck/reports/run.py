@@ -33,11 +33,13 @@ def run_report(
 
 
 def run_diff(old: Path, new: Path, output: str | None, *, out: TextIO, err: TextIO) -> int:
-    """``scrapy job diff OLD NEW [-o FILE]``: changed rows as a table (and JSON lines)."""
+    """``scrapy job diff OLD NEW [-o FILE]``: changed rows in row order, as a table (and JSON
+    lines)."""
     try:
+        changes = diff(old, new)  # both checked before the output file is made
         with Path(output).open("w", encoding="utf-8") if output else nullcontext() as lines:
             regressed = False
-            for change in diff(old, new):
+            for change in changes:
                 if isinstance(change, DiffSummary):
                     out.write(format_summary(change) + "\n")
                     regressed = change.regressed > 0

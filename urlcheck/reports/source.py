@@ -21,6 +21,7 @@ HOSTS_FILE = "hosts.json"
 
 
 _DECODER = json.JSONDecoder()
+_FIRST_LINE_MAX = 16 << 20  # far beyond a result line (URLs are capped at 64 KiB)
 
 
 class SourceError(Exception):
@@ -48,10 +49,37 @@ class ResultsSource:
             results = path / RESULTS_FILE
             if not results.is_file():
                 raise SourceError(f"{path}: no {RESULTS_FILE} in this directory")
-            return cls(results, jobdir=path)
+            source = cls(results, jobdir=path)
+            source.check_kind()
+            return source
         if not path.is_file():
             raise SourceError(f"{path}: no such job directory or results file")
-        return cls(path)
+        source = cls(path)
+        source.check_kind()
+        return source
+
+    def check_kind(self) -> None:
+        """SourceError unless the file's first line is a result line (a JSON object with a row
+        number): a CSV or a log given by mistake is refused rather than read as no rows. An
+        empty file, or a first line torn by a crash, is a results file with no rows yet."""
+        try:
+            with self.path.open("rb") as lines:
+                first = lines.readline(_FIRST_LINE_MAX)
+                while first and first.isspace():
+                    first = lines.readline(_FIRST_LINE_MAX)
+        except OSError as exc:
+            raise SourceError(f"{self.path}: cannot read it: {exc.strerror}") from None
+        if not first or (not first.endswith(b"\n") and first.startswith(b'{"row": ')):
+            return
+        try:
+            row = json.loads(first)
+        except ValueError:
+            row = None
+        if not isinstance(row, dict) or not isinstance(row.get("row"), int):
+            raise SourceError(
+                f"{self.path}: not a urlcheck results file (its first line is not a result "
+                "line, a JSON object with a row number)"
+            )
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """Each result line as a dict, in file order; unreadable lines are counted, not fatal."""

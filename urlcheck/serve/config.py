@@ -76,6 +76,7 @@ class ServeConfig:
     restart_delay: float = 10.0  # `urlcheck job run --restart-delay` for the crawls
     tick: float = 1.0  # how often the job manager looks at every job
     crawl_settings: tuple[str, ...] = ()  # `-s NAME=VALUE` of `urlcheck serve`, for every crawl
+    config_file: Path | None = None  # the server's settings file (--config), for every crawl
     redis_url: str | None = None  # to show a distributed job's workers and steer them
     redis_params: Mapping[str, Any] = field(default_factory=dict)
 
@@ -92,6 +93,7 @@ class ServeConfig:
         port: int | None = None,
         jobs: str | Path | None = None,
         crawl_settings: tuple[str, ...] = (),
+        config_file: Path | None = None,
     ) -> ServeConfig:
         """The server's config; ``host``, ``port`` and ``jobs`` (command-line options) win over
         the settings of the same meaning."""
@@ -140,4 +142,5 @@ class ServeConfig:
             ),
             redis_url=redis_url,
             redis_params=params,
+            config_file=config_file,
         )

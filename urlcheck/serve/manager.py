@@ -506,6 +506,8 @@ class JobManager:
         ]
         argv = [self._python, "-m", "urlcheck", "job", "run", str(job.dir)]
         argv += ["--restart-delay", f"{self.config.restart_delay:g}"]
+        if self.config.config_file is not None:  # the server's settings file, for its crawls
+            argv += ["--config", str(self.config.config_file)]
         for setting in settings:
             argv += ["-s", setting]
         if (job.dir / INPUT_FILE).is_file():
