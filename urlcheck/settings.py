@@ -92,6 +92,9 @@ ADDONS = {
 EXTENSIONS = {
     # A job's -o exports are written from results.jsonl at the end of each run (docs/jobs.md).
     "scrapy.extensions.feedexport.FeedExporter": None,
+    # A job directory is untrusted input (docs/security.md): SpiderState would unpickle
+    # JOBDIR/spider.state, running whatever code it names. urlcheck keeps no spider state.
+    "scrapy.extensions.spiderstate.SpiderState": None,
     "urlcheck.extensions.jobfeeds.JobFeeds": 0,
     "urlcheck.extensions.jobcontrol.JobControl": 100,
     "urlcheck.extensions.progress.Progress": 110,
