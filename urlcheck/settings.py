@@ -69,6 +69,10 @@ DOWNLOAD_HANDLERS = {
 
 DOWNLOADER_MIDDLEWARES = {
     # process_request runs in ascending order, process_response in descending order.
+    # With ROBOTSTXT_OBEY: Scrapy's, with robots.txt requests judged by the address guard as the
+    # request that caused them (docs/security.md).
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "urlcheck.middlewares.robotstxt.GuardedRobotsTxtMiddleware": 100,
     # Below RetryMiddleware (550): sees each request's last outcome; gives up on down hosts.
     "urlcheck.middlewares.circuit.HostCircuitMiddleware": 540,
     "urlcheck.middlewares.backoff.HostBackoffMiddleware": 560,

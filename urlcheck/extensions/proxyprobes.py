@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
     from twisted.python.failure import Failure
 
-    from urlcheck.proxypool import PoolSnapshot, ProxyPool
+    from urlcheck.proxypool import PoolSnapshot, ProbeTask, ProxyPool
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +52,9 @@ class ProxyProbes:
         self._assigned = 0
         self._active_at = time.monotonic()
         self._target_hosts: set[str] = set()
+        # A probe of one of the crawl's URLs is judged by the address guard as the request it
+        # was taken from (a hop after a public answer stays one): target URL -> guard context.
+        self._target_context: dict[str, dict[str, Any]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -80,6 +83,7 @@ class ProxyProbes:
         host = host_key(request.url)
         if host not in self._target_hosts and pool.add_probe_target(request.url):
             self._target_hosts.add(host)
+            self._target_context[request.url] = m.guard_context(request.meta)
 
     def _crawl_is_working(self, stats: StatsCollector) -> bool:
         """Probes serve the crawl's traffic: with no row left in flight they would only keep
@@ -103,25 +107,29 @@ class ProxyProbes:
             return  # the proxy middleware logs and counts the outage
         for task in tasks:
             stats.inc_value("urlcheck/proxy/probes/sent")
-            engine.crawl(
-                Request(
-                    task.control_url,
-                    method=task.method,
-                    callback=self._probe_done,
-                    errback=self._probe_failed,
-                    dont_filter=True,
-                    priority=10,
-                    meta={
-                        m.PROBE_PROXY: task.proxy_id,
-                        "download_slot": host_key(task.control_url),
-                        "handle_httpstatus_all": True,
-                        "dont_retry": True,
-                        "dont_redirect": True,
-                        m.PROBE_STARTED: time.monotonic(),
-                        m.PROBE_CONTROL: task.control_url,
-                    },
-                )
-            )
+            engine.crawl(self.probe_request(task))
+
+    def probe_request(self, task: ProbeTask) -> Request:
+        """The request that probes ``task.proxy_id`` through ``task.control_url``: a crawl URL
+        taken as a target carries the guard context of the request it was taken from."""
+        return Request(
+            task.control_url,
+            method=task.method,
+            callback=self._probe_done,
+            errback=self._probe_failed,
+            dont_filter=True,
+            priority=10,
+            meta={
+                m.PROBE_PROXY: task.proxy_id,
+                "download_slot": host_key(task.control_url),
+                "handle_httpstatus_all": True,
+                "dont_retry": True,
+                "dont_redirect": True,
+                m.PROBE_STARTED: time.monotonic(),
+                m.PROBE_CONTROL: task.control_url,
+                **self._target_context.get(task.control_url, {}),
+            },
+        )
 
     def _probe_done(self, response: Response) -> None:
         status = response.status
