@@ -49,3 +49,58 @@ def test_a_planted_spider_state_is_never_unpickled(tmp_path: Path, site: SiteSer
     assert_exact(jobdir / "results.jsonl", rows)
     assert not marker.exists(), "the resume unpickled spider.state and ran its command"
     assert (jobdir / "spider.state").read_bytes() == planted  # nor was it written
+
+
+# --- job files that are links ------------------------------------------------------------------
+
+SECRET = b"not a result: a line of a private file outside the job\n"
+LINKED = [
+    "results.jsonl",
+    "results.jsonl.dropped",
+    "spider.state",
+    "job.lock",
+    "control.lock",
+    "meta.json",
+    "control.json",
+    "hosts.json",
+    "input.csv",
+]
+
+
+def _private_file(tmp_path: Path) -> Path:
+    target = tmp_path / "private" / "secret.txt"
+    target.parent.mkdir()
+    target.write_bytes(SECRET)
+    target.chmod(0o600)
+    return target
+
+
+def _copies_of(secret: bytes, directory: Path) -> list[str]:
+    return [
+        p.name
+        for p in directory.iterdir()
+        if p.is_file() and not p.is_symlink() and secret.strip() in p.read_bytes()
+    ]
+
+
+@pytest.mark.parametrize("name", LINKED)
+def test_a_job_file_that_is_a_link_is_refused_at_start(
+    tmp_path: Path, site: SiteServer, name: str
+) -> None:
+    csv = make_csv(tmp_path / "in.csv", site, f"link-{name}", 3)
+    jobdir = tmp_path / "job"
+    jobdir.mkdir()
+    target = _private_file(tmp_path)
+    (jobdir / name).symlink_to(target)
+    crawl = Crawl(csv, jobdir)
+    assert crawl.wait() == ExitCode.INPUT_ERROR, crawl.stderr()[-3000:]
+    stderr = crawl.stderr()
+    said = [line for line in stderr.splitlines() if line.startswith("urlcheck:")]
+    assert len(said) == 1 and name in said[0] and "symbolic link" in said[0], stderr[-3000:]
+    assert "Traceback" not in stderr
+    assert target.read_bytes() == SECRET and (target.stat().st_mode & 0o777) == 0o600
+    assert (jobdir / name).is_symlink()
+    assert _copies_of(SECRET, jobdir) == []
+    assert not any(
+        e["path"].startswith("/delay") and f"t=link-{name}" in e["path"] for e in site.log()
+    )

@@ -14,6 +14,7 @@ from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import INPUT_COPY
 from urlcheck.jobs.lock import JobLock
+from urlcheck.jobs.nofollow import refuse_links
 from urlcheck.jobs.place import default_jobdir
 from urlcheck.jobs.prepare import check_input
 from urlcheck.proxypool import StoreUnavailable
@@ -110,6 +111,11 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
             "another, --no-job runs without one)",
             ExitCode.INPUT_ERROR,
         ) from None
+    out = spider_args.get("out")
+    try:  # before the lock: job.lock too may be a link, which would end in a traceback
+        refuse_links(jobdir, *([Path(out)] if out else []))
+    except JobError as exc:
+        raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
     lock = JobLock(jobdir)
     try:
         lock.acquire()

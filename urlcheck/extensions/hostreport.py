@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Self
 from scrapy import signals
 
 from urlcheck.crawl.runtime import runtime
+from urlcheck.jobs.errors import JobFileError
+from urlcheck.jobs.nofollow import open_nofollow, replace_temp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -128,8 +130,9 @@ def write_hosts(jobdir: Path, hosts: dict[str, dict[str, Any]], *, totals: bool 
     are the job's so far (a distributed job's, from Redis), not this run's to add up."""
     path = jobdir / HOSTS_FILE
     try:
-        known = json.loads(path.read_text(encoding="utf-8")).get("hosts", {})
-    except (OSError, ValueError, AttributeError):
+        with open_nofollow(path, "r", encoding="utf-8") as src:
+            known = json.load(src).get("hosts", {})
+    except (OSError, ValueError, AttributeError, JobFileError):
         known = {}
     for host, entry in hosts.items():
         before = known.get(host)
@@ -138,6 +141,7 @@ def write_hosts(jobdir: Path, hosts: dict[str, dict[str, Any]], *, totals: bool 
         if isinstance(earlier, int | float) and not totals:
             total = earlier + (entry.get("backoff_seconds") or 0.0)
             known[host] = {**entry, "backoff_seconds": round(total, 3)}
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"hosts": known}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp = replace_temp(path)
+    with open_nofollow(tmp, "x", encoding="utf-8", like=path) as out:
+        out.write(json.dumps({"hosts": known}, indent=1, sort_keys=True) + "\n")
     tmp.replace(path)

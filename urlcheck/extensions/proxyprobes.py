@@ -25,6 +25,7 @@ from scrapy.utils.asyncio import create_looping_call
 from urlcheck.check.urls import host_key
 from urlcheck.crawl import meta as m
 from urlcheck.crawl.runtime import runtime
+from urlcheck.jobs.nofollow import open_nofollow
 from urlcheck.proxypool import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -181,7 +182,8 @@ class ProxyProbes:
         logger.info("Proxy pool at close:\n%s", _table(snapshot))
         path = self._snapshot_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(snapshot, indent=2, default=str), encoding="utf-8")
+        with open_nofollow(path, "w", encoding="utf-8") as out:  # never through a link
+            out.write(json.dumps(snapshot, indent=2, default=str))
         logger.info("Proxy pool snapshot written to %s", path)
 
     def _snapshot_path(self) -> Path:

@@ -19,6 +19,7 @@ from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import CLUSTER_FILE, ControlAction, JobMeta, JobState, write_control
 from urlcheck.jobs.lock import lock_holder
+from urlcheck.jobs.nofollow import refuse_links
 from urlcheck.jobs.place import job_for
 from urlcheck.jobs.status import JobStatus, catch_up, derive_status, format_status
 from urlcheck.jobs.stopped import cancel_stopped_job
@@ -202,6 +203,7 @@ def steer(
     err = err if err is not None else sys.stderr
     try:
         jobdir = job_for(jobdir)
+        refuse_links(jobdir)
         fleet = fleet_for(jobdir) if fleet_for is not None and distributed(jobdir) else None
         if action == "status":
             return show_status(jobdir, as_json=as_json, clock=clock, out=out, fleet=fleet)

@@ -27,6 +27,7 @@ from urlcheck.jobs.errors import JobError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import JobMeta, JobState
 from urlcheck.jobs.lock import lock_holder
+from urlcheck.jobs.nofollow import LinkedFileError, refuse_links
 from urlcheck.jobs.place import job_for
 from urlcheck.jobs.status import catch_up
 
@@ -207,6 +208,11 @@ def supervise(
     if jobdir.is_file():
         extra = ["-a", f"csv={jobdir}", *extra]
         jobdir = job_for(jobdir)
+    try:
+        refuse_links(jobdir)
+    except LinkedFileError as exc:
+        logger.error("%s", exc)
+        return ExitCode.INPUT_ERROR
     supervisor = Supervisor(jobdir, crawl_command(jobdir, settings, extra), config)
     previous = {
         signum: signal.signal(signum, lambda signum, _frame: supervisor.stop(signum))
