@@ -99,6 +99,8 @@ EXTENSIONS = {
     # A job directory is untrusted input (docs/security.md): SpiderState would unpickle
     # JOBDIR/spider.state, running whatever code it names. urlcheck keeps no spider state.
     "scrapy.extensions.spiderstate.SpiderState": None,
+    # Every log line printable: a CSV's or a site's ESC sequences and bidi controls escaped.
+    "urlcheck.extensions.printablelogs.PrintableLogs": 0,
     "urlcheck.extensions.jobfeeds.JobFeeds": 0,
     "urlcheck.extensions.jobcontrol.JobControl": 100,
     "urlcheck.extensions.progress.Progress": 110,

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import io
+import json
+import logging
 import sys
 
 import pytest
 
-from urlcheck.check.printable import hidden, printable
+from urlcheck.check.printable import hidden, install, printable, printable_json
 
 ESCAPED = [
     ("\x1b]0;owned\x07", "\\x1b]0;owned\\x07"),  # a window title
@@ -49,3 +52,39 @@ def test_lone_surrogates_and_astral_format_characters():
 def test_non_strings_are_shown_as_str():
     assert printable(None) == "None"
     assert printable(301) == "301"
+
+
+def test_kept_characters_stay_and_the_result_is_idempotent():
+    assert printable("a\nb\x1b", keep="\n") == "a\nb\\x1b"
+    once = printable("\x1b[2J\u202e")
+    assert printable(once) == once
+
+
+def test_json_stays_the_same_json():
+    data = {"url": "http://a/\x1b[2J\u202egpj.exe", "tag": "\U000e0001", "name": "bücher"}
+    text = json.dumps(data, ensure_ascii=False)
+    shown = printable_json(text)
+    assert json.loads(shown) == data
+    assert "bücher" in shown and not [c for c in shown if hidden(c)]
+
+
+def test_a_log_handler_with_the_filter_prints_every_record_printable():
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    install([handler])
+    install([handler])  # once only
+    assert len(handler.filters) == 1
+    log = logging.getLogger("tests.printable")
+    log.addHandler(handler)
+    try:
+        log.warning("%s: 3 rows\n  next line", "client\u202evsc.txt\x1b]0;x\x07")
+        try:
+            raise ValueError("bad \x1b[2J value")
+        except ValueError:
+            log.exception("failed on %s", "\u202e")
+    finally:
+        log.removeHandler(handler)
+    text = stream.getvalue()
+    assert "client\\u202evsc.txt\\x1b]0;x\\x07: 3 rows\n  next line" in text
+    assert "bad \\x1b[2J value" in text and "failed on \\u202e" in text
+    assert not [c for c in text if hidden(c) and c != "\n"]

@@ -11,6 +11,7 @@ a visible escape (``\\x1b``, ``\\u202e``) and leaves every other character as it
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 
@@ -42,8 +43,56 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
-def printable(value: object) -> str:
+def printable(value: object, *, keep: str = "") -> str:
     """``str(value)`` with every control, format (bidi, zero-width) and unassigned character
-    written as an escape: one line, shown as the characters it holds, in the order stored."""
+    written as an escape: one line, shown as the characters it holds, in the order stored.
+    ``keep``: characters left as they are (``"\n"`` for a block of lines of our own)."""
     text = str(value)
-    return text if text.isascii() and text.isprintable() else _SUSPECT.sub(_escape, text)
+    if text.isascii() and text.isprintable():
+        return text
+    if not keep:
+        return _SUSPECT.sub(_escape, text)
+    return _SUSPECT.sub(lambda m: m.group() if m.group() in keep else _escape(m), text)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if not hidden(char):
+        return char
+    units = char.encode("utf-16-be", "surrogatepass")
+    return "".join(
+        f"\\u{int.from_bytes(units[i : i + 2], 'big'):04x}" for i in range(0, len(units), 2)
+    )
+
+
+def printable_json(text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)``) with every hidden character written
+    as a JSON ``\\uXXXX`` escape: the same JSON, safe for a terminal."""
+    return text if text.isascii() and text.isprintable() else _SUSPECT.sub(_json_escape, text)
+
+
+class PrintableRecords(logging.Filter):
+    """A handler's filter: every record it emits is :func:`printable` (newlines kept: urlcheck's
+    own messages may be blocks of lines), its traceback too. Installed on the crawl's log
+    handlers (``urlcheck.extensions.printablelogs``) and the supervisor's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a broken record is the handler's to report
+            return True
+        shown = printable(message, keep="\n")
+        if shown != message:
+            record.msg, record.args = shown, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = printable(
+                logging.Formatter().formatException(record.exc_info), keep="\n"
+            )
+        return True
+
+
+def install(handlers: list[logging.Handler]) -> None:
+    """Add :class:`PrintableRecords` to each of ``handlers`` that has none yet."""
+    for handler in handlers:
+        if not any(isinstance(f, PrintableRecords) for f in handler.filters):
+            handler.addFilter(PrintableRecords())

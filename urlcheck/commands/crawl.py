@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
+from urlcheck.check.printable import printable
 from urlcheck.crawl.preflight import PreflightError, preflight
 from urlcheck.crawl.runtime import runtime
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
@@ -89,7 +90,7 @@ class Command(ScrapyCrawlCommand):
             try:
                 self._lock = preflight(self.settings, opts.spargs)
             except PreflightError as exc:
-                print(f"urlcheck: {exc}", file=sys.stderr)
+                print(f"urlcheck: {printable(exc)}", file=sys.stderr)
                 self.exitcode = exc.exit_code
                 return
         crawler = self._create_crawler(args[0])

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from urlcheck.check.printable import install as install_printable
 from urlcheck.clock import parse_utc_iso
 from urlcheck.jobs.errors import JobError
 from urlcheck.jobs.exitcodes import ExitCode
@@ -205,6 +206,7 @@ def supervise(
         format="%(asctime)s [urlcheck supervisor] %(levelname)s: %(message)s",
         stream=sys.stderr,
     )
+    install_printable(logging.getLogger().handlers)  # a job directory's names may be anyone's
     if jobdir.is_file():
         extra = ["-a", f"csv={jobdir}", *extra]
         jobdir = job_for(jobdir)
