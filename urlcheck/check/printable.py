@@ -57,7 +57,7 @@ def printable(value: object, *, keep: str = "") -> str:
 
 def _json_escape(match: re.Match[str]) -> str:
     char = match.group()
-    if not hidden(char):
+    if char == "\n" or not hidden(char):  # a newline of the layout: JSON strings hold none
         return char
     units = char.encode("utf-16-be", "surrogatepass")
     return "".join(
