@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.jobs.crawls import Crawl, assert_exact, make_csv
+from tests.processes import crawl_argv, run
 from urlcheck.jobs.exitcodes import ExitCode
 
 if TYPE_CHECKING:
@@ -104,3 +105,17 @@ def test_a_job_file_that_is_a_link_is_refused_at_start(
     assert not any(
         e["path"].startswith("/delay") and f"t=link-{name}" in e["path"] for e in site.log()
     )
+
+
+def test_results_through_a_link_are_refused_without_a_job_too(
+    tmp_path: Path, site: SiteServer
+) -> None:
+    csv = make_csv(tmp_path / "in.csv", site, "nojob-link", 2)
+    out = tmp_path / "out.jsonl"
+    out.symlink_to(tmp_path / "private" / "not-yet.txt")  # dangling: it would be created
+    (tmp_path / "private").mkdir()
+    done = run(crawl_argv("-a", f"csv={csv}", "-a", f"out={out}", "--no-job"))
+    assert done.returncode == ExitCode.INPUT_ERROR, done.stderr[-3000:]
+    [said] = [line for line in done.stderr.splitlines() if line.startswith("urlcheck:")]
+    assert "out.jsonl is a symbolic link" in said and "Traceback" not in done.stderr
+    assert not (tmp_path / "private" / "not-yet.txt").exists()

@@ -100,6 +100,11 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
         )
     if cluster:
         _check_coordinator(settings, spider_args, jobdir)
+    out = spider_args.get("out")
+    try:  # before the lock: job.lock too may be a link, which would end in a traceback
+        refuse_links(jobdir, *([Path(out)] if out else []))
+    except JobError as exc:
+        raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
     if jobdir is None:
         return None
     settings.set("JOBDIR", str(jobdir), priority="cmdline")
@@ -111,11 +116,6 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
             "another, --no-job runs without one)",
             ExitCode.INPUT_ERROR,
         ) from None
-    out = spider_args.get("out")
-    try:  # before the lock: job.lock too may be a link, which would end in a traceback
-        refuse_links(jobdir, *([Path(out)] if out else []))
-    except JobError as exc:
-        raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
     lock = JobLock(jobdir)
     try:
         lock.acquire()

@@ -58,12 +58,12 @@ def _linked(path: Path | str, what: str) -> LinkedFileError:
     )
 
 
-def refuse_links(jobdir: Path, *also: Path) -> None:
+def refuse_links(jobdir: Path | None, *also: Path) -> None:
     """Raise :class:`LinkedFileError` naming the first entry of ``jobdir`` (and of ``also``, a
     results file kept elsewhere) that is a symbolic link, or a file written in place with more
     than one hard link. A missing directory or file passes."""
     try:
-        entries = sorted(os.scandir(jobdir), key=lambda entry: entry.name)
+        entries = sorted(os.scandir(jobdir), key=lambda entry: entry.name) if jobdir else []
     except (FileNotFoundError, NotADirectoryError):
         entries = []
     paths = [Path(entry.path) for entry in entries] + [Path(p) for p in also]
