@@ -102,7 +102,7 @@ def show_status(
     else:
         out.write(format_status(status) + "\n")
         if cluster is not None:
-            out.write(cluster[0] + "\n")
+            out.write(printable(cluster[0], keep="\n") + "\n")  # names from Redis
     return ExitCode.FINISHED
 
 
