@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.jobs.crawls import Crawl, assert_exact, make_csv
-from tests.processes import crawl_argv, run
+from tests.processes import crawl_argv, run, scrapy_job
 from urlcheck.jobs.exitcodes import ExitCode
+from urlcheck.jobs.files import JobMeta
 
 if TYPE_CHECKING:
     from tests.sitefixture import SiteServer
@@ -119,3 +120,16 @@ def test_results_through_a_link_are_refused_without_a_job_too(
     [said] = [line for line in done.stderr.splitlines() if line.startswith("urlcheck:")]
     assert "out.jsonl is a symbolic link" in said and "Traceback" not in done.stderr
     assert not (tmp_path / "private" / "not-yet.txt").exists()
+
+
+@pytest.mark.parametrize("action", ["run", "status", "pause", "cancel"])
+def test_scrapy_job_refuses_a_directory_with_a_link(tmp_path: Path, action: str) -> None:
+    jobdir = tmp_path / "job"
+    jobdir.mkdir()
+    JobMeta().save(jobdir)
+    target = _private_file(tmp_path)
+    (jobdir / "control.lock").symlink_to(target)
+    done = scrapy_job(action, jobdir)
+    assert done.returncode == ExitCode.INPUT_ERROR, done.stderr[-3000:]
+    assert "control.lock is a symbolic link" in done.stderr and "Traceback" not in done.stderr
+    assert target.read_bytes() == SECRET and not (jobdir / "control.json").exists()
