@@ -13,6 +13,7 @@ from scrapy.exceptions import NotConfigured
 
 from urlcheck.check.result import Result
 from urlcheck.crawl.runtime import runtime
+from urlcheck.jobs.nofollow import open_nofollow
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -34,7 +35,7 @@ class ResultsPipeline:
         if path is None:
             return None
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = path.open("ab", buffering=0)
+        self._file = open_nofollow(path, "ab", buffering=0)  # never through a link
         return self._file
 
     def process_item(self, item: object) -> object:

@@ -69,6 +69,10 @@ DOWNLOAD_HANDLERS = {
 
 DOWNLOADER_MIDDLEWARES = {
     # process_request runs in ascending order, process_response in descending order.
+    # With ROBOTSTXT_OBEY: Scrapy's, with robots.txt requests judged by the address guard as the
+    # request that caused them (docs/security.md).
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "urlcheck.middlewares.robotstxt.GuardedRobotsTxtMiddleware": 100,
     # Below RetryMiddleware (550): sees each request's last outcome; gives up on down hosts.
     "urlcheck.middlewares.circuit.HostCircuitMiddleware": 540,
     "urlcheck.middlewares.backoff.HostBackoffMiddleware": 560,
@@ -95,6 +99,11 @@ ADDONS = {
 EXTENSIONS = {
     # A job's -o exports are written from results.jsonl at the end of each run (docs/jobs.md).
     "scrapy.extensions.feedexport.FeedExporter": None,
+    # A job directory is untrusted input (docs/security.md): SpiderState would unpickle
+    # JOBDIR/spider.state, running whatever code it names. urlcheck keeps no spider state.
+    "scrapy.extensions.spiderstate.SpiderState": None,
+    # Every log line printable: a CSV's or a site's ESC sequences and bidi controls escaped.
+    "urlcheck.extensions.printablelogs.PrintableLogs": 0,
     "urlcheck.extensions.jobfeeds.JobFeeds": 0,
     "urlcheck.extensions.jobcontrol.JobControl": 100,
     "urlcheck.extensions.progress.Progress": 110,

@@ -26,6 +26,19 @@ PUBLIC = "93.184.216.34"  # a global address, here only on this namespace's lo
 METADATA = "169.254.169.254"
 PRIVATE = "10.1.2.3"
 LOCAL = "127.0.0.2"
+CGNAT = "100.64.1.2"
+BENCHMARKING = "198.18.0.5"
+UNIQUE_LOCAL = "fd00::1"
+# Where a public page's redirect may not lead, and so neither may the robots.txt request it
+# causes: (row id, URL host).
+ROBOTS_TARGETS = (
+    ("private", PRIVATE),
+    ("loopback", "127.0.0.1"),
+    ("loopback6", "[::1]"),
+    ("cgnat", CGNAT),
+    ("benchmarking", BENCHMARKING),
+    ("unique_local", f"[{UNIQUE_LOCAL}]"),
+)
 
 
 def isolate(tmp: Path) -> None:
@@ -33,8 +46,9 @@ def isolate(tmp: Path) -> None:
     if interfaces != ["lo"]:
         raise SystemExit(f"not in a fresh network namespace (interfaces: {interfaces})")
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    for address in (PUBLIC, METADATA, PRIVATE):
-        subprocess.run(["ip", "addr", "add", f"{address}/32", "dev", "lo"], check=True)
+    for address in (PUBLIC, METADATA, PRIVATE, CGNAT, BENCHMARKING, UNIQUE_LOCAL):
+        prefix = 128 if ":" in address else 32
+        subprocess.run(["ip", "addr", "add", f"{address}/{prefix}", "dev", "lo"], check=True)
     hosts = tmp / "hosts"
     hosts.write_text(
         f"127.0.0.1 localhost\n{METADATA} metadata.test\n{PUBLIC} public.test\n", encoding="ascii"
@@ -60,7 +74,18 @@ def crawl(tmp: Path, name: str, rows: list[Row], *settings: str) -> list[dict[st
 def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="urlcheck-netns-"))
     isolate(tmp)
-    with SiteServer((PUBLIC, METADATA, PRIVATE, LOCAL), log_path=tmp / "site.jsonl") as site:
+    hosts = (
+        PUBLIC,
+        METADATA,
+        PRIVATE,
+        LOCAL,
+        "127.0.0.1",
+        "::1",
+        CGNAT,
+        BENCHMARKING,
+        UNIQUE_LOCAL,
+    )
+    with SiteServer(hosts, log_path=tmp / "site.jsonl") as site:
         port = site.port
 
         def via_public(target: str, code: int = 301) -> str:
@@ -103,6 +128,15 @@ def main() -> None:
             before = len(site.log())
             results = crawl(tmp, name, rows, *settings)
             runs[name] = {"rows": len(rows), "results": results, "log": site.log()[before:]}
+        # With robots.txt obeyed, the robots.txt request a hop causes is judged as the hop is.
+        robots = [
+            (name, via_public(f"http://{host}:{port}/ok?from=public"))
+            for name, host in ROBOTS_TARGETS
+        ]
+        robots.append(("public", via_public(f"http://public.test:{port}/ok")))
+        before = len(site.log())
+        results = crawl(tmp, "robots", robots, "ROBOTSTXT_OBEY=True")
+        runs["robots"] = {"rows": len(robots), "results": results, "log": site.log()[before:]}
     Path(sys.argv[1]).write_text(json.dumps(runs), encoding="utf-8")
 
 

@@ -21,6 +21,7 @@ from twisted.internet.address import IPv4Address
 from twisted.internet.protocol import Factory, Protocol
 from twisted.internet.testing import MemoryReactor
 
+from tests.check.netns_guard_child import PUBLIC, ROBOTS_TARGETS
 from tests.conftest import FAST, crawl, write_csv
 from tests.sitefixture import ProxyServer
 from urlcheck.check.addressguard import (
@@ -282,6 +283,20 @@ def test_redirects_into_blocked_space_are_not_requested(namespace_runs):
     for entry in run["log"]:
         assert not entry["local"].startswith("169.254.169.254"), entry
         assert "from=public" not in entry["path"] or entry["local"].startswith("93."), entry
+
+
+@pytest.mark.crawl
+def test_robots_txt_requests_are_judged_as_the_hop_that_caused_them(namespace_runs):
+    run = namespace_runs["robots"]
+    rows = _rows(run)
+    assert len(rows) == len(run["results"]) == run["rows"]
+    for name, _ in ROBOTS_TARGETS:
+        assert rows[name]["error"] == "blocked_address", (name, rows[name])
+    assert rows["public"]["final_status"] == 200
+    robots = [e["local"].rsplit(":", 1)[0] for e in run["log"] if e["path"] == "/robots.txt"]
+    # robots.txt was obeyed (asked of the public host) and never asked of a blocked address.
+    assert robots and set(robots) == {PUBLIC}, robots
+    assert not [e for e in run["log"] if "from=public" in e["path"]]
 
 
 @pytest.mark.crawl

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tests import processes
-from urlcheck.crawl.terminal import EscapingFormatter, Mode, Terminal, log_file
+from urlcheck.crawl.terminal import Mode, Terminal, log_file
 
 if TYPE_CHECKING:
     from tests.sitefixture import SiteServer
@@ -134,10 +134,6 @@ def test_warnings_above_the_bar_are_escaped() -> None:
         terminal.stop()
     logger.warning("not shown either: stopped")
     assert stream.getvalue() == "WARNING: row 3: http://a.test/\\x1b]0;owned\\x07\\u202egnp.exe\n"
-    record = logging.LogRecord("x", logging.INFO, "f", 1, "a\x1bb\nc\u202ed", None, None)
-    assert EscapingFormatter(logging.Formatter("%(message)s")).format(record) == (
-        "a\\x1bb\nc\\u202ed"
-    )
 
 
 def test_the_mode_and_the_log_file() -> None:

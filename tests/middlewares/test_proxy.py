@@ -164,17 +164,38 @@ async def test_a_sticky_session_is_not_rotated_on_a_challenge() -> None:
     assert mw.pool.snapshot()["totals"]["sessions"] == 0  # the session ended with it
 
 
+@pytest.mark.parametrize("sticky", ["none", "host"])
 @deferred_f_from_coro_f
-async def test_a_407_kills_the_proxy_and_is_retried_through_another() -> None:
-    mw = build(URLCHECK_PROXY_STICKY="none")
+async def test_a_407_kills_the_proxy_and_is_retried_through_another(sticky: str) -> None:
+    # Our credentials were refused: no block, and a sticky session moves to another proxy.
+    mw = build(URLCHECK_PROXY_STICKY=sticky)
     request = Request(URL)
     await mw.process_request(request)
     dead = request.meta[m.LEASE].proxy.id
     retry = mw.process_response(request, response(request, 407, b""))
     assert isinstance(retry, Request)
+    assert m.BLOCKED not in retry.meta and m.BLOCKED not in request.meta
     assert states(mw)[dead] == "dead"
-    assert stats(mw)["urlcheck/proxy/block/proxy_auth"] == 1
+    assert stats(mw)["urlcheck/proxy/released/proxy_auth"] == 1
     assert stats(mw)["urlcheck/proxy/dead"] == 1
+    assert not any(k.startswith("urlcheck/proxy/block/") for k in stats(mw))
+    await mw.process_request(retry)
+    assert retry.meta[m.LEASE].proxy.id != dead
+
+
+@deferred_f_from_coro_f
+async def test_when_every_proxy_refuses_our_credentials_the_row_is_not_blocked() -> None:
+    mw = build(URLCHECK_PROXY_STICKY="host")
+    request = Request(URL)
+    for _ in PROXIES:
+        await mw.process_request(request)
+        answer = mw.process_response(request, response(request, 407, b""))
+        assert isinstance(answer, Request)
+        request = answer
+    await mw.process_request(request)  # a fallback lease: every proxy is out
+    with pytest.raises(IgnoreRequest, match="refused urlcheck's credentials"):
+        mw.process_response(request, response(request, 407, b""))
+    assert m.BLOCKED not in request.meta
 
 
 @deferred_f_from_coro_f

@@ -106,3 +106,50 @@ def test_equality_and_hash() -> None:
 def test_parse_proxies_skips_comments() -> None:
     proxies = parse_proxies(["# list", "", "http://a:1", "  http://b:2 weight=2  "])
     assert [p.id for p in proxies] == ["a:1", "b:2"]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "http://<script>:80",
+        "http://%3Cscript%3E:80",
+        "http://exa_mple..com:80",
+        "http://-dash.example:3128",
+        "http://:80",
+        "<script>:80",
+        "a\tb:80",
+        "[::1:3128",
+        f"http://{'x' * 64}.example:3128",
+    ],
+)
+def test_a_host_that_is_no_host_name_is_refused(spec: str) -> None:
+    with pytest.raises(ProxySpecError, match=r"host|brackets|port"):
+        Proxy.parse(spec)
+
+
+def test_host_names_and_addresses_that_are_hosts() -> None:
+    for spec, display in [
+        ("http://proxy_1.internal:3128", "proxy_1.internal:3128"),
+        ("http://bücher.example:3128", "bücher.example:3128"),
+        ("http://[2001:db8::1]:3128", "[2001:db8::1]:3128"),
+        ("http://gate.example.:3128", "gate.example.:3128"),
+    ]:
+        assert Proxy.parse(spec).display == display
+
+
+def test_the_vendor_form() -> None:
+    proxy = Proxy.parse("Gate.Vendor.example:7000:cust-us:pa:ss w0rd weight=2 id=us")
+    assert (proxy.url, proxy.weight, proxy.id) == ("http://gate.vendor.example:7000", 2.0, "us")
+    assert proxy.credentials is not None
+    assert tuple(proxy.credentials) == ("cust-us", "pa:ss w0rd")  # as written: no %-decoding
+    assert Proxy.parse("[::1]:3128").url == "http://[::1]:3128"
+    assert Proxy.parse("10.0.0.1:3128:u:%41").credentials == Credentials("u", "%41")
+    for bad, problem in [
+        ("gate.example", "not a proxy"),
+        ("gate.example:http:u:p", "port is not a number"),
+        ("gate.example:3128:u", "user without a password"),
+        ("gate.example:0:u:p", "port is out of range"),
+    ]:
+        with pytest.raises(ProxySpecError, match=problem) as info:
+            Proxy.parse(bad)
+        assert "gate" not in str(info.value)

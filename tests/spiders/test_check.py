@@ -228,3 +228,16 @@ async def test_tls_failure_is_classified(site, tmp_path):
     results, _ = await crawl(csv, tmp_path / "out.jsonl", **FAST, RETRY_TIMES=0)
     [row] = results
     assert row["error"] == "tls" and row["status"] is None
+
+
+@deferred_f_from_coro_f
+async def test_requested_url_is_what_was_sent_without_the_input_s_credentials(site, tmp_path):
+    ok = site.url("127.0.0.2", "/ok?t=userinfo")
+    with_credentials = ok.replace("http://", "http://alice:s3cret@")
+    csv = write_csv(tmp_path / "in.csv", f"url\n{with_credentials}\n")
+    results, _ = await crawl(csv, tmp_path / "out.jsonl", **FAST)
+    [row] = results
+    assert row["url"] == with_credentials  # the input, as given
+    assert row["requested_url"] == ok == row["chain"][0]["url"]  # what went on the wire
+    assert row["final_status"] == 200 and "url_userinfo" in row["notes"]
+    assert "s3cret" not in (tmp_path / "out.jsonl").read_text().replace(with_credentials, "")

@@ -6,7 +6,6 @@ needs one), as for the crawl."""
 
 from __future__ import annotations
 
-import json
 import socket
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,7 +16,8 @@ from urlcheck.cluster.connection import connect
 from urlcheck.cluster.errors import ClusterError, ClusterUnavailableError
 from urlcheck.cluster.job import ClusterJob, ClusterStatus, coordinator_beat, describe
 from urlcheck.cluster.pools import clean_own_pool
-from urlcheck.jobs.files import CLUSTER_FILE
+from urlcheck.jobs.errors import JobFileError
+from urlcheck.jobs.files import CLUSTER_FILE, read_json
 
 if TYPE_CHECKING:
     from urlcheck.config.reader import Settings
@@ -31,11 +31,11 @@ def cluster_of(
 ) -> ClusterJob | None:
     """The distributed job behind ``jobdir``, or None when it ran in one process."""
     try:
-        data = json.loads((jobdir / CLUSTER_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        data = read_json(jobdir / CLUSTER_FILE)  # never through a link
+    except JobFileError as exc:
+        raise ClusterError(str(exc)) from None
+    if data is None:
         return None
-    except (OSError, ValueError) as exc:
-        raise ClusterError(f"{jobdir / CLUSTER_FILE}: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("job"), str):
         raise ClusterError(f"{jobdir / CLUSTER_FILE}: not a urlcheck cluster file")
     url = redis_url or data.get("redis_url")

@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
-from scrapy.utils.log import get_scrapy_root_handler, log_scrapy_info
+from scrapy.utils.log import log_scrapy_info
 
-from urlcheck.check.printable import printable_lines
+from urlcheck.check.printable import install as install_printable
+from urlcheck.check.printable import printable, printable_lines
 from urlcheck.crawl.configfile import add_config_option, read_config_or_exit
 from urlcheck.crawl.preflight import PreflightError, preflight
 from urlcheck.crawl.runtime import runtime
 from urlcheck.crawl.terminal import (
-    EscapingFormatter,
     Mode,
     Terminal,
     log_file,
@@ -132,7 +132,7 @@ class Command(ScrapyCrawlCommand):
                 try:
                     self._lock = preflight(self.settings, opts.spargs)
                 except PreflightError as exc:
-                    print(f"urlcheck: {exc}", file=sys.stderr)
+                    print(f"urlcheck: {printable(exc)}", file=sys.stderr)
                     self.exitcode = exc.exit_code
                     return
             log = self._log_to_file(opts.spargs)
@@ -140,7 +140,8 @@ class Command(ScrapyCrawlCommand):
             if self._own_log:
                 log_scrapy_info(self.settings)  # the lines Scrapy wrote before the file
             elif check:
-                _escape_stderr()
+                # from the first line (PrintableLogs covers the crawl from its start on)
+                install_printable(logging.getLogger().handlers)
             runtime(crawler).terminal = terminal
             self.crawler_process.crawl(crawler, **opts.spargs)
             self.crawler_process.start()
@@ -168,14 +169,6 @@ class Command(ScrapyCrawlCommand):
         jobdir = self.settings.get("JOBDIR")
         results = Path(spider_args.get("out") or "results.jsonl")
         return log_to(self.settings, log_file(Path(jobdir) if jobdir else None, results))
-
-
-def _escape_stderr() -> None:
-    """Scrapy's stderr handler (``-v``, or no terminal) writes control and bidi characters as
-    escapes: a log line can hold a URL from the CSV or a Location a site chose."""
-    handler = get_scrapy_root_handler()
-    if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
-        handler.setFormatter(EscapingFormatter(handler.formatter))
 
 
 def _print_summary(crawler: Crawler, log: Path | None) -> None:

@@ -1,9 +1,10 @@
 """The crawl's proxy settings (``URLCHECK_PROXIES``, ``URLCHECK_PROXY_*``), parsed once.
 
-Proxy lines are ``scheme://[user:pass@]host:port`` with optional pool options (see
-docs/proxypool.md); ``${VAR}`` in a line is taken from the environment, so credentials need not
-be written in the file. A malformed line is reported with its file and line number and skipped;
-when no line is valid the run stops with one clear message.
+Proxy lines are ``scheme://[user:pass@]host:port`` or the vendor form
+``host:port:user:password``, with optional pool options (see docs/proxypool.md); ``${VAR}`` in a
+line is taken from the environment, so credentials need not be written in the file. A malformed
+line is reported with its file and line number, never its text, and skipped; when no line is
+valid the run stops with one clear message.
 """
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ def read_proxy_lines(lines: list[tuple[str, str]]) -> list[Proxy]:
             continue
         try:
             proxies.append(Proxy.parse(_expand(text, where)))
-        except (ProxySpecError, ValueError) as exc:
+        except ProxySpecError as exc:  # its message holds no part of the line
             logger.warning("%s: skipped a malformed proxy line: %s", where, exc)
+        except ValueError:  # a message of unknown content: none at all
+            logger.warning("%s: skipped a malformed proxy line", where)
     return proxies
 
 

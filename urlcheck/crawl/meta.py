@@ -6,6 +6,9 @@ private ones (``_urlcheck_*``) are bookkeeping of one component.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 # The row a request belongs to (a urlcheck.check.result.RowTask), the hops so far, retries spent.
 TASK = "urlcheck_task"
 CHAIN = "urlcheck_chain"
@@ -15,6 +18,9 @@ RETRY_AFTER = "urlcheck_retry_after"
 # An earlier hop of this request's chain was answered from a public address, so loopback,
 # private and reserved space are out of bounds for it (urlcheck.check.addressguard).
 AFTER_PUBLIC = "urlcheck_after_public"
+# What the guard judges a request by besides its URL: a request urlcheck sends because of
+# another (its robots.txt, a proxy probe of its URL) carries these of the request that caused it.
+GUARD_CONTEXT = (AFTER_PUBLIC,)
 # host:port of the proxy a request went through, for the result (never credentials).
 PROXY = "urlcheck_proxy"
 # "captcha:<vendor>" or "block:<vendor>" when every proxy tried met a captcha or block.
@@ -27,3 +33,8 @@ PROBE_CONTROL = "_urlcheck_probe_control"
 LEASE = "_urlcheck_lease"
 # Body bytes received so far (urlcheck.middlewares.bodycap).
 BODY_BYTES = "_urlcheck_body_bytes"
+
+
+def guard_context(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of GUARD_CONTEXT set in ``meta``: for the meta of a request it causes."""
+    return {key: meta[key] for key in GUARD_CONTEXT if meta.get(key)}

@@ -14,6 +14,7 @@ from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import INPUT_COPY
 from urlcheck.jobs.lock import JobLock
+from urlcheck.jobs.nofollow import refuse_links
 from urlcheck.jobs.place import default_jobdir
 from urlcheck.jobs.prepare import check_input
 from urlcheck.proxypool import StoreUnavailable
@@ -99,6 +100,11 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
         )
     if cluster:
         _check_coordinator(settings, spider_args, jobdir)
+    out = spider_args.get("out")
+    try:  # before the lock: job.lock too may be a link, which would end in a traceback
+        refuse_links(jobdir, *([Path(out)] if out else []))
+    except JobError as exc:
+        raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
     if jobdir is None:
         return None
     settings.set("JOBDIR", str(jobdir), priority="cmdline")

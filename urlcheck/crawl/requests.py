@@ -61,7 +61,8 @@ class RowRequests:
         """The row's task, its URL normalised (the record was indexed as a valid one)."""
         task = RowTask(record.row, record.url, None, record.expected, record.extra, host_id)
         target = normalise_input(record.url)
-        task.requested_url = target.url
+        # What goes on the wire: an input's user:password@ is never sent (nor written down).
+        task.requested_url = without_userinfo(target.url)
         if target.scheme_added:
             task.notes.append("scheme_added")
         task.notes.extend(target.warnings)

@@ -72,17 +72,6 @@ def log_to(settings: BaseSettings, path: Path) -> Path:
     return path
 
 
-class EscapingFormatter(logging.Formatter):
-    """Another formatter's lines, each made printable (Scrapy's stderr handler, ``-v``)."""
-
-    def __init__(self, inner: logging.Formatter | None) -> None:
-        super().__init__()
-        self.inner = inner or logging.Formatter()
-
-    def format(self, record: logging.LogRecord) -> str:
-        return printable_lines(self.inner.format(record))
-
-
 class _TerminalHandler(logging.Handler):
     def __init__(self, terminal: Terminal, level: int) -> None:
         super().__init__(level)

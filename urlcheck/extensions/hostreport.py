@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Self
 from scrapy import signals
 
 from urlcheck.crawl.runtime import runtime
+from urlcheck.jobs.errors import JobFileError
+from urlcheck.jobs.nofollow import open_nofollow, replace_temp
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -177,8 +179,9 @@ def _number(value: object) -> float | None:
 def read_hosts(jobdir: Path) -> dict[str, dict[str, Any]]:
     """``jobdir/hosts.json``'s hosts; empty when it is missing or unreadable."""
     try:
-        known = json.loads((jobdir / HOSTS_FILE).read_text(encoding="utf-8")).get("hosts", {})
-    except (OSError, ValueError, AttributeError):
+        with open_nofollow(jobdir / HOSTS_FILE, "r", encoding="utf-8") as src:
+            known = json.load(src).get("hosts", {})
+    except (OSError, ValueError, AttributeError, JobFileError):
         return {}
     if not isinstance(known, dict):
         return {}
@@ -197,6 +200,7 @@ def write_hosts(jobdir: Path, hosts: dict[str, dict[str, Any]], *, totals: bool 
         if isinstance(earlier, int | float) and not totals:
             total = earlier + (entry.get("backoff_seconds") or 0.0)
             known[host] = {**entry, "backoff_seconds": round(total, 3)}
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"hosts": known}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp = replace_temp(path)
+    with open_nofollow(tmp, "x", encoding="utf-8", like=path) as out:
+        out.write(json.dumps({"hosts": known}, indent=1, sort_keys=True) + "\n")
     tmp.replace(path)

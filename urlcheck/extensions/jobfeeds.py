@@ -24,6 +24,7 @@ from scrapy.extensions.feedexport import FeedExporter
 from urlcheck.check.result import Result
 from urlcheck.crawl.runtime import runtime
 from urlcheck.jobs.done import row_offsets
+from urlcheck.jobs.nofollow import open_nofollow
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -36,7 +37,7 @@ def job_items(path: Path) -> Iterator[Result]:
     """The results file's lines as items, in row order (one pass to index, then a seek each)."""
     rows, offsets = row_offsets(path)
     order = sorted(range(len(rows)), key=rows.__getitem__)
-    with path.open("rb") as src:
+    with open_nofollow(path, "rb") as src:
         for index in order:
             src.seek(offsets[index])
             yield Result.from_dict(json.loads(src.readline()))

@@ -25,6 +25,7 @@ from scrapy.utils.asyncio import create_looping_call
 from urlcheck.check.urls import host_key
 from urlcheck.crawl import meta as m
 from urlcheck.crawl.runtime import runtime
+from urlcheck.jobs.nofollow import open_nofollow
 from urlcheck.proxypool import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
     from twisted.python.failure import Failure
 
-    from urlcheck.proxypool import PoolSnapshot, ProxyPool
+    from urlcheck.proxypool import PoolSnapshot, ProbeTask, ProxyPool
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,9 @@ class ProxyProbes:
         self._assigned = 0
         self._active_at = time.monotonic()
         self._target_hosts: set[str] = set()
+        # A probe of one of the crawl's URLs is judged by the address guard as the request it
+        # was taken from (a hop after a public answer stays one): target URL -> guard context.
+        self._target_context: dict[str, dict[str, Any]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -80,6 +84,7 @@ class ProxyProbes:
         host = host_key(request.url)
         if host not in self._target_hosts and pool.add_probe_target(request.url):
             self._target_hosts.add(host)
+            self._target_context[request.url] = m.guard_context(request.meta)
 
     def _crawl_is_working(self, stats: StatsCollector) -> bool:
         """Probes serve the crawl's traffic: with no row left in flight they would only keep
@@ -103,25 +108,29 @@ class ProxyProbes:
             return  # the proxy middleware logs and counts the outage
         for task in tasks:
             stats.inc_value("urlcheck/proxy/probes/sent")
-            engine.crawl(
-                Request(
-                    task.control_url,
-                    method=task.method,
-                    callback=self._probe_done,
-                    errback=self._probe_failed,
-                    dont_filter=True,
-                    priority=10,
-                    meta={
-                        m.PROBE_PROXY: task.proxy_id,
-                        "download_slot": host_key(task.control_url),
-                        "handle_httpstatus_all": True,
-                        "dont_retry": True,
-                        "dont_redirect": True,
-                        m.PROBE_STARTED: time.monotonic(),
-                        m.PROBE_CONTROL: task.control_url,
-                    },
-                )
-            )
+            engine.crawl(self.probe_request(task))
+
+    def probe_request(self, task: ProbeTask) -> Request:
+        """The request that probes ``task.proxy_id`` through ``task.control_url``: a crawl URL
+        taken as a target carries the guard context of the request it was taken from."""
+        return Request(
+            task.control_url,
+            method=task.method,
+            callback=self._probe_done,
+            errback=self._probe_failed,
+            dont_filter=True,
+            priority=10,
+            meta={
+                m.PROBE_PROXY: task.proxy_id,
+                "download_slot": host_key(task.control_url),
+                "handle_httpstatus_all": True,
+                "dont_retry": True,
+                "dont_redirect": True,
+                m.PROBE_STARTED: time.monotonic(),
+                m.PROBE_CONTROL: task.control_url,
+                **self._target_context.get(task.control_url, {}),
+            },
+        )
 
     def _probe_done(self, response: Response) -> None:
         status = response.status
@@ -173,7 +182,8 @@ class ProxyProbes:
         logger.info("Proxy pool at close:\n%s", _table(snapshot))
         path = self._snapshot_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(snapshot, indent=2, default=str), encoding="utf-8")
+        with open_nofollow(path, "w", encoding="utf-8") as out:  # never through a link
+            out.write(json.dumps(snapshot, indent=2, default=str))
         logger.info("Proxy pool snapshot written to %s", path)
 
     def _snapshot_path(self) -> Path:

@@ -22,6 +22,7 @@ from typing import BinaryIO
 from urlcheck.check.result import FINAL_STATUS_RE, LINE_END, ROW_KEY, ROW_RE, VERDICT_RE, read_key
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.files import fsync_dir
+from urlcheck.jobs.nofollow import open_nofollow, truncate
 
 logger = logging.getLogger(__name__)
 
@@ -109,8 +110,9 @@ class _Rewriter:
     def __init__(self, path: Path, prefix_len: int) -> None:
         self.path = path
         self.tmp = path.with_name(f".{path.name}.repair-{os.getpid()}.tmp")
-        self.out: BinaryIO = self.tmp.open("wb")
-        with path.open("rb") as src:
+        self.tmp.unlink(missing_ok=True)  # a crash's leftover, or a link planted at its name
+        self.out: BinaryIO = open_nofollow(self.tmp, "xb", like=path)
+        with open_nofollow(path, "rb") as src:
             remaining = prefix_len
             while remaining:
                 chunk = src.read(min(_CHUNK, remaining))
@@ -150,7 +152,7 @@ def scan_results(
     limit = max_row if max_row is not None else DEFAULT_MAX_ROW
     scan = ResultsScan(path=path, done=DoneRows(limit))
     try:
-        src = path.open("rb", buffering=_CHUNK)
+        src = open_nofollow(path, "rb", buffering=_CHUNK)
     except FileNotFoundError:
         return scan
     # (final_status, verdict) -> lines; raw bytes on the fast path, values from read_key
@@ -170,7 +172,7 @@ def scan_results(
         nonlocal side
         if side is None:
             scan.dropped_to = dropped_path(path)
-            side = scan.dropped_to.open("ab")
+            side = open_nofollow(scan.dropped_to, "ab", like=path)
         side.write(data)
 
     try:
@@ -251,7 +253,7 @@ def scan_results(
             writer.commit()
             writer = None
         elif repair and torn_at is not None:
-            os.truncate(path, torn_at)
+            truncate(path, torn_at)
     finally:
         if side is not None:
             side.close()
@@ -304,7 +306,7 @@ def read_tail(path: Path | str, start: int = 0) -> Tail:
     tail = Tail(start, start)
     pairs: defaultdict[tuple[bytes | int | None, bytes | str | None], int] = defaultdict(int)
     try:
-        with Path(path).open("rb", buffering=_CHUNK) as src:
+        with open_nofollow(path, "rb", buffering=_CHUNK) as src:
             src.seek(start)
             for line in src:
                 if not line.endswith(b"\n"):
@@ -325,7 +327,7 @@ def row_offsets(path: Path) -> tuple[array[int], array[int]]:
     arrays (16 bytes a row), for reading the file back in row order."""
     rows, offsets = array("q"), array("q")
     offset = 0
-    with path.open("rb", buffering=_CHUNK) as src:
+    with open_nofollow(path, "rb", buffering=_CHUNK) as src:
         for line in src:
             if not line.endswith(b"\n"):
                 break

@@ -21,6 +21,7 @@ from filelock import FileLock
 from urlcheck.clock import utc_iso
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.errors import JobFileError
+from urlcheck.jobs.nofollow import no_link_at, open_nofollow, replace_temp
 
 if TYPE_CHECKING:
     from urlcheck.clock import Clock
@@ -48,11 +49,12 @@ def fsync_dir(directory: Path) -> None:
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
-    """Replace ``path`` with ``data`` as JSON so that readers see the old or the new file."""
+    """Replace ``path`` with ``data`` as JSON so that readers see the old or the new file (with
+    the old one's permissions)."""
     text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = replace_temp(path)
     try:
-        with tmp.open("w", encoding="utf-8") as out:
+        with open_nofollow(tmp, "x", encoding="utf-8", like=path) as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
@@ -66,7 +68,8 @@ def atomic_write_json(path: Path, data: Any) -> None:
 def read_json(path: Path) -> Any | None:
     """The parsed file, or None when it does not exist."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open_nofollow(path, "r", encoding="utf-8") as src:
+            text = src.read()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -272,11 +275,16 @@ def write_control(jobdir: Path, action: ControlAction, *, clock: Clock = time.ti
     two processes writing 200 requests each ended at seq 205). The crawl reads control.json
     without the lock; the atomic rename gives it the old or the new request.
     """
-    with FileLock(jobdir / CONTROL_LOCK):
+    lock = FileLock(jobdir / CONTROL_LOCK)
+    with no_link_at(lock.lock_file):
+        lock.acquire()
+    try:
         try:
             previous = Control.load(jobdir)
         except JobFileError:
             previous = None  # a broken file is replaced, not fatal
         control = Control(action, utc_iso(clock()), (previous.seq if previous else 0) + 1)
         atomic_write_json(jobdir / CONTROL_FILE, control.to_dict())
+    finally:
+        lock.release()
     return control

@@ -16,6 +16,7 @@ from typing import Self
 from filelock import FileLock, Timeout
 
 from urlcheck.jobs.errors import JobLockedError
+from urlcheck.jobs.nofollow import LinkedFileError, no_link_at, open_nofollow, truncate
 
 LOCK_FILE = "job.lock"
 _POLL = 0.02  # seconds between tries during a grace period
@@ -23,8 +24,9 @@ _POLL = 0.02  # seconds between tries during a grace period
 
 def _read_pid(path: Path) -> int | None:
     try:
-        text = path.read_bytes()[:32].decode("ascii", "replace").strip()
-    except OSError:
+        with open_nofollow(path, "rb") as src:
+            text = src.read(32).decode("ascii", "replace").strip()
+    except (OSError, LinkedFileError):
         return None
     return int(text) if text.isdigit() else None
 
@@ -55,15 +57,16 @@ class JobLock:
         if self._lock.is_locked:
             raise RuntimeError(f"{self.path} is already held by this JobLock")
         try:
-            self._lock.acquire(timeout=grace, poll_interval=_POLL)
+            with no_link_at(self.path):
+                self._lock.acquire(timeout=grace, poll_interval=_POLL)
         except Timeout:
             raise JobLockedError(self.jobdir, _read_pid(self.path)) from None
 
     def release(self) -> None:
         if not self._lock.is_locked:
             return
-        with contextlib.suppress(OSError):  # a stale pid would only mislead a reader
-            os.truncate(self.path, 0)
+        with contextlib.suppress(OSError, LinkedFileError):  # a stale pid would mislead a reader
+            truncate(self.path, 0)
         self._lock.release()
 
     def __enter__(self) -> Self:
@@ -90,7 +93,8 @@ def lock_holder(jobdir: Path | str) -> int | None:
         return None
     probe = FileLock(path)
     try:
-        probe.acquire(blocking=False)
+        with no_link_at(path):
+            probe.acquire(blocking=False)
     except Timeout:
         pid = _read_pid(path)
         return pid if pid is not None else 0

@@ -33,6 +33,7 @@ from urlcheck.jobs.files import (
     JobMeta,
     fsync_dir,
 )
+from urlcheck.jobs.nofollow import open_nofollow, refuse_links, replace_temp
 from urlcheck.jobs.recheck import Recheck, rechecked_path, take_out
 
 if TYPE_CHECKING:
@@ -113,10 +114,10 @@ def keep_input(jobdir: Path, input_path: Path, checksum: str, *, known: str = ""
         return copy
     if copy.exists() and (known or sha256_file(copy)) == checksum:
         return copy
-    tmp = copy.with_name(f".{copy.name}.{os.getpid()}.tmp")
+    tmp = replace_temp(copy)
     digest = hashlib.sha256()
     try:
-        with input_path.open("rb") as src, tmp.open("wb") as out:
+        with input_path.open("rb") as src, open_nofollow(tmp, "xb") as out:
             while chunk := src.read(1 << 20):
                 digest.update(chunk)
                 out.write(chunk)
@@ -194,6 +195,7 @@ def prepare_job(
     jobdir, input_path = Path(jobdir), Path(input_path).resolve()
     results = Path(results_path) if results_path is not None else jobdir / RESULTS_FILE
     jobdir.mkdir(parents=True, exist_ok=True)
+    refuse_links(jobdir, results)
     previous, checksum = check_input(jobdir, input_path, recheck=recheck is not None)
     known = previous.input_sha256 if previous is not None and previous.input_copy else ""
     now = clock()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from urlcheck.jobs.files import fsync_dir
+from urlcheck.jobs.nofollow import open_nofollow
 
 logger = logging.getLogger(__name__)
 
@@ -100,10 +101,14 @@ def take_out(path: Path, recheck: Recheck) -> Counter[str]:
     if not path.exists():
         return taken
     tmp = path.with_name(f".{path.name}.recheck-{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)  # a crash's leftover, or a link planted at its name
     side_path = rechecked_path(path)
     maybe = recheck.prefilter().search
     try:
-        with path.open("rb", buffering=_CHUNK) as src, tmp.open("wb") as out:
+        with (
+            open_nofollow(path, "rb", buffering=_CHUNK) as src,
+            open_nofollow(tmp, "xb", like=path) as out,
+        ):
             side = None
             try:
                 for line in src:
@@ -120,7 +125,7 @@ def take_out(path: Path, recheck: Recheck) -> Counter[str]:
                         continue
                     taken[term] += 1
                     if side is None:
-                        side = side_path.open("ab")
+                        side = open_nofollow(side_path, "ab", like=path)
                     side.write(line)
             finally:
                 if side is not None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from urlcheck.check.printable import printable
 from urlcheck.clock import parse_utc_iso, utc_iso
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.done import read_tail, scan_results
@@ -238,4 +239,5 @@ def format_status(status: JobStatus) -> str:
         lines.append(f"  finished:      {status.finished_at} ({status.finish_reason})")
     elif status.started_at:
         lines.append(f"  started:       {status.started_at}")
-    return "\n".join(lines)
+    # meta.json and the paths are a job directory's, which may come from anyone
+    return "\n".join(printable(line) for line in lines)

@@ -15,10 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
+from urlcheck.check.printable import printable, printable_json
 from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import CLUSTER_FILE, ControlAction, JobMeta, JobState, write_control
 from urlcheck.jobs.lock import lock_holder
+from urlcheck.jobs.nofollow import refuse_links
 from urlcheck.jobs.place import job_for
 from urlcheck.jobs.status import JobStatus, catch_up, derive_status, format_status
 from urlcheck.jobs.stopped import cancel_stopped_job
@@ -68,14 +70,15 @@ def distributed(jobdir: Path) -> bool:
 def load_meta(jobdir: Path) -> JobMeta:
     """The job's meta.json; SteerError for a missing or foreign directory."""
     if not jobdir.is_dir():
-        raise SteerError(f"{jobdir}: no such job directory", ExitCode.INPUT_ERROR)
+        raise SteerError(f"{printable(jobdir)}: no such job directory", ExitCode.INPUT_ERROR)
     try:
         meta = JobMeta.load(jobdir)
     except JobError as exc:
         raise SteerError(str(exc), ExitCode.INPUT_ERROR) from exc
     if meta is None:
         raise SteerError(
-            f"{jobdir} is not a urlcheck job directory (no meta.json)", ExitCode.INPUT_ERROR
+            f"{printable(jobdir)} is not a urlcheck job directory (no meta.json)",
+            ExitCode.INPUT_ERROR,
         )
     return meta
 
@@ -95,18 +98,18 @@ def show_status(
         data = status.to_dict()
         if cluster is not None:
             data["cluster"] = cluster[1]
-        out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        out.write(printable_json(json.dumps(data, ensure_ascii=False, indent=2)) + "\n")
     else:
         out.write(format_status(status) + "\n")
         if cluster is not None:
-            out.write(cluster[0] + "\n")
+            out.write(printable(cluster[0], keep="\n") + "\n")  # names from Redis
     return ExitCode.FINISHED
 
 
 def cancel_stopped(jobdir: Path, clock: Clock, out: TextIO) -> ExitCode:
     """Cancel a job no crawl is running: mark it cancelled, under the lock."""
     cancel_stopped_job(jobdir, clock=clock)
-    out.write(f"job {jobdir} cancelled (no crawl was running); its results are kept\n")
+    out.write(f"job {printable(jobdir)} cancelled (no crawl was running); its results are kept\n")
     return ExitCode.FINISHED
 
 
@@ -146,7 +149,9 @@ def control(
     if holder is None:
         if action is ControlAction.CANCEL:
             if meta.state.terminal:
-                out.write(f"job {jobdir} is already {meta.state.value}; nothing to cancel\n")
+                out.write(
+                    f"job {printable(jobdir)} is already {meta.state.value}; nothing to cancel\n"
+                )
                 return ExitCode.FINISHED
             try:
                 return cancel_stopped(jobdir, clock, out)
@@ -159,12 +164,12 @@ def control(
                 else ""
             )
             raise SteerError(
-                f"no crawl is running job {jobdir} (state: {meta.state.value}); "
+                f"no crawl is running job {printable(jobdir)} (state: {meta.state.value}); "
                 f"nothing to {action.value}{hint}",
                 ExitCode.NOT_RUNNING,
             )
     if _EXPECTED.get(action) is meta.state:
-        out.write(f"job {jobdir} is already {meta.state.value}\n")
+        out.write(f"job {printable(jobdir)} is already {meta.state.value}\n")
         return ExitCode.FINISHED
     request = write_control(jobdir, action, clock=clock)
     who = f"pid {holder}" if holder else "the running crawl"
@@ -175,11 +180,13 @@ def control(
             "after the requests in flight finish; results are kept\n"
         )
     elif wait_for_state(jobdir, expected, clock, sleep):
-        out.write(f"job {jobdir} {expected.value} ({action.value} seq {request.seq}, {who})\n")
+        out.write(
+            f"job {printable(jobdir)} {expected.value} ({action.value} seq {request.seq}, {who})\n"
+        )
     else:
         out.write(
             f"{action.value} requested (seq {request.seq}); {who} has not confirmed it yet: "
-            f"check with `scrapy job status {jobdir}`\n"
+            f"check with `scrapy job status {printable(jobdir)}`\n"
         )
     return ExitCode.FINISHED
 
@@ -202,6 +209,7 @@ def steer(
     err = err if err is not None else sys.stderr
     try:
         jobdir = job_for(jobdir)
+        refuse_links(jobdir)
         fleet = fleet_for(jobdir) if fleet_for is not None and distributed(jobdir) else None
         if action == "status":
             return show_status(jobdir, as_json=as_json, clock=clock, out=out, fleet=fleet)
@@ -209,8 +217,8 @@ def steer(
             jobdir, ControlAction(action), clock=clock, sleep=sleep, out=out, fleet=fleet
         )
     except SteerError as exc:
-        err.write(f"urlcheck: {exc}\n")
+        err.write(f"urlcheck: {printable(exc)}\n")
         return exc.code
     except (OSError, JobError) as exc:
-        err.write(f"urlcheck: {jobdir}: {exc}\n")
+        err.write(f"urlcheck: {printable(jobdir)}: {printable(exc)}\n")
         return ExitCode.INPUT_ERROR

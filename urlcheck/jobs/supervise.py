@@ -22,11 +22,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from urlcheck.check.printable import install as install_printable
 from urlcheck.clock import parse_utc_iso
 from urlcheck.jobs.errors import JobError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import JobMeta, JobState
 from urlcheck.jobs.lock import lock_holder
+from urlcheck.jobs.nofollow import LinkedFileError, refuse_links
 from urlcheck.jobs.place import job_for
 from urlcheck.jobs.status import catch_up
 
@@ -204,9 +206,15 @@ def supervise(
         format="%(asctime)s [urlcheck supervisor] %(levelname)s: %(message)s",
         stream=sys.stderr,
     )
+    install_printable(logging.getLogger().handlers)  # a job directory's names may be anyone's
     if jobdir.is_file():
         extra = ["-a", f"csv={jobdir}", *extra]
         jobdir = job_for(jobdir)
+    try:
+        refuse_links(jobdir)
+    except LinkedFileError as exc:
+        logger.error("%s", exc)
+        return ExitCode.INPUT_ERROR
     supervisor = Supervisor(jobdir, crawl_command(jobdir, settings, extra), config)
     previous = {
         signum: signal.signal(signum, lambda signum, _frame: supervisor.stop(signum))

@@ -6,7 +6,8 @@ Per request: a lease for the target host (sticky per host, per CSV column, or no
 through another proxy must never carry the first one's credentials (Scrapy advisory
 GHSA-9x8m-2xpf-crp3). Per response: captcha and block detection, then the lease is released
 with the outcome. A captcha or block is retried through another proxy, except inside a sticky
-session, which is never rotated: the hop is recorded as blocked and the session ends.
+session, which is never rotated: the hop is recorded as blocked and the session ends. A 407 is
+no block: the proxy refused our credentials; it is set aside and the request goes to another.
 
 Priority 580: ``process_request`` runs before Scrapy's HttpProxyMiddleware (750), which leaves
 our header alone; ``process_response`` runs after the body has been inflated (595, 590) and
@@ -208,17 +209,18 @@ class ProxyPoolMiddleware:
             return response
         stats = self.crawler.stats
         assert stats is not None
+        if response.status == 407:
+            return self._credentials_refused(request, lease)
         found = self._detect(response)
         latency = request.meta.get("download_latency")
         outcome = Outcome(
             status=response.status,
             latency=latency,
-            error=ErrorKind.PROXY_AUTH if response.status == 407 else None,
             captcha=found.vendor or True if found.kind == "captcha" else False,
             block=found.vendor or True if found.kind == "block" else False,
         )
         self._release(lease, outcome)
-        kind = found.kind or ("block" if response.status == 407 else None)
+        kind = found.kind
         released = kind or ("ok" if outcome.ok else "soft")
         stats.inc_value(f"urlcheck/proxy/released/{released}")
         self.crawler.signals.send_catch_log(
@@ -226,7 +228,7 @@ class ProxyPoolMiddleware:
         )
         if kind is None:
             return response
-        signature = found.signature or "proxy_auth"  # a 407 is the only undetected kind
+        signature = found.signature or kind
         stats.inc_value(f"urlcheck/proxy/{kind}/{signature}")
         label = f"{kind}:{signature}"
         if lease.key is not None and self.settings.sticky != "none":
@@ -251,6 +253,44 @@ class ProxyPoolMiddleware:
             return retry
         request.meta[m.BLOCKED] = label
         return response
+
+    def _credentials_refused(self, request: Request, lease: Lease) -> Request:
+        """A 407: the proxy refused *our* credentials, which says nothing of the site. The pool
+        takes the proxy out (dead, flagged misconfigured: a WARNING names it) and the request
+        goes to another proxy, inside a sticky session too (the session is ended, not lost:
+        the site saw nothing of it through that proxy, so the key starts a new one). Each 407
+        takes a proxy out, so the tries are bounded by the pool's size; when every proxy
+        refused us the row ends ``ignored``, never ``blocked``."""
+        self._release(lease, Outcome(status=407, error=ErrorKind.PROXY_AUTH))
+        if lease.key is not None:
+            # The proxy never forwarded the request: the site saw nothing of this session through
+            # it, so the session starts afresh elsewhere rather than ending as lost.
+            try:
+                self.pool.end_session(lease.key)
+            except StoreUnavailable as exc:  # the session ends with its TTL instead
+                self.outage.failed(exc)
+        stats = self.crawler.stats
+        assert stats is not None
+        stats.inc_value("urlcheck/proxy/released/proxy_auth")
+        self.crawler.signals.send_catch_log(
+            proxy_released, proxy=lease.proxy.display, outcome="proxy_auth"
+        )
+        spider = self.crawler.spider
+        assert spider is not None
+        retry = get_retry_request(
+            request,
+            spider=spider,
+            reason="proxy_auth",
+            max_retry_times=len(self.pool.proxies),
+            give_up_log_level=logging.WARNING,
+            stats_base_key="urlcheck/proxy/retry",
+        )
+        if retry is None:
+            raise IgnoreRequest(
+                "every proxy tried refused urlcheck's credentials (407 Proxy Authentication "
+                "Required): check the proxies' user and password"
+            )
+        return retry
 
     def _detect(self, response: Response) -> Detection:
         return detect(

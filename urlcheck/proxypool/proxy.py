@@ -1,23 +1,30 @@
 """A proxy: where it is, how to log in, and how much traffic it may take.
 
-Credentials are kept out of every string form of a proxy: ``repr``, ``str``, ``display``,
-``url`` and the messages of ``ProxySpecError`` show ``host:port`` only.
+Credentials are kept out of every string form of a proxy: ``repr``, ``str``, ``display`` and
+``url`` show ``host:port`` only, and the messages of ``ProxySpecError`` say what is wrong without
+any part of the spec (a line that failed to parse may have its password anywhere: the caller
+names where the line is, by file and line number).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from urllib.parse import unquote, urlsplit
-
-from urlcheck.check.urls import redacted
 
 __all__ = ["Credentials", "Proxy", "ProxySpecError", "parse_proxies"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _OPTION_NAMES = frozenset({"weight", "tags", "max_concurrent", "id"})
+# A pool option at the end of a vendor-form line (its password may hold spaces).
+_TRAILING_OPTION = re.compile(r"\s+(?:weight|tags|max_concurrent|id)=\S*\Z")
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+_HOST_NAME = re.compile(rf"(?=.{{1,254}}\Z){_LABEL}(?:\.{_LABEL})*\.?\Z")
+_FORMS = "expected scheme://[user:password@]host:port, host:port or host:port:user:password"
 
 
 class ProxySpecError(ValueError):
@@ -115,17 +122,18 @@ class Proxy:
         max_concurrent: int | None = None,
         id: str | None = None,
     ) -> None:
-        where = _host_port(host, port) if host else "<no host>"
         if scheme not in _DEFAULT_PORTS:
-            raise ProxySpecError(f"proxy {where}: scheme must be http or https")
+            raise ProxySpecError("the scheme must be http or https")
         if not host:
-            raise ProxySpecError("proxy spec has no host")
+            raise ProxySpecError("the proxy spec has no host")
+        if not _is_host(host):
+            raise ProxySpecError("the host is not a host name or an IP address")
         if not 0 < port < 65536:
-            raise ProxySpecError(f"proxy {where}: port out of range")
+            raise ProxySpecError("the port is out of range (1-65535)")
         if not (isinstance(weight, int | float) and math.isfinite(weight) and weight > 0):
-            raise ProxySpecError(f"proxy {where}: weight must be a positive number")
+            raise ProxySpecError("weight must be a positive number")
         if max_concurrent is not None and max_concurrent < 0:
-            raise ProxySpecError(f"proxy {where}: max_concurrent must be >= 0")
+            raise ProxySpecError("max_concurrent must be >= 0")
         display = _host_port(host, port)
         set_ = object.__setattr__
         set_(self, "scheme", scheme)
@@ -158,10 +166,12 @@ class Proxy:
             host = parts.hostname or ""
             port = parts.port
         except ValueError:
-            raise ProxySpecError(f"unparseable proxy URL {redacted(url)!r}") from None
+            raise ProxySpecError(f"unparseable proxy URL ({_FORMS})") from None
         scheme = parts.scheme.lower()
+        if scheme not in _DEFAULT_PORTS:
+            raise ProxySpecError("the scheme must be http or https")
         if parts.path not in ("", "/") or parts.query or parts.fragment:
-            raise ProxySpecError(f"proxy {redacted(url)!r}: a proxy URL has no path or query")
+            raise ProxySpecError("a proxy URL has no path or query")
         credentials = None
         if parts.username is not None or parts.password is not None:
             credentials = Credentials(unquote(parts.username or ""), unquote(parts.password or ""))
@@ -180,16 +190,27 @@ class Proxy:
     def parse(cls, spec: str | Mapping[str, object]) -> Proxy:
         """Parse a spec line or a mapping.
 
-        Line: ``URL [weight=2] [tags=us,dc] [max_concurrent=4] [id=name]``.
+        Line: ``URL [weight=2] [tags=us,dc] [max_concurrent=4] [id=name]``, where URL is
+        ``scheme://[user:password@]host[:port]`` (a space in the password %-escaped: ``%20``),
+        or the vendor form ``host:port[:user:password]`` (http): its password is the rest of
+        the line up to the options, colons and spaces included, taken as written.
         Mapping: ``{"url": ..., "weight": ..., "tags": [...], "max_concurrent": ..., "id": ...}``.
         """
+        vendor: tuple[str, int, Credentials | None] | None = None
         if isinstance(spec, str):
-            url, *words = spec.split()
+            text = spec.strip()
+            if "://" in (text.split(None, 1) or [""])[0]:
+                url, *words = text.split()
+            else:
+                url, words = _without_options(text)
+                vendor = _vendor_form(url)
             options: dict[str, object] = {}
             for word in words:
                 name, eq, value = word.partition("=")
                 if not eq:
-                    raise ProxySpecError(f"proxy {redacted(url)!r}: option {name!r} needs '='")
+                    raise ProxySpecError(
+                        "an option needs '=' (a space in a proxy URL? write it %-escaped: %20)"
+                    )
                 options[name] = value
         else:
             options = dict(spec)
@@ -197,27 +218,34 @@ class Proxy:
             if not isinstance(raw_url, str):
                 raise ProxySpecError("proxy mapping needs a 'url' string")
             url = raw_url
-        unknown = set(options) - _OPTION_NAMES
-        if unknown:
-            raise ProxySpecError(f"proxy {redacted(url)!r}: unknown options {sorted(unknown)}")
+        if set(options) - _OPTION_NAMES:
+            raise ProxySpecError(f"unknown options (known: {', '.join(sorted(_OPTION_NAMES))})")
         try:
             weight = float(options.get("weight", 1.0))  # type: ignore[arg-type]
             raw_cap = options.get("max_concurrent")
             cap = None if raw_cap in (None, "") else int(raw_cap)  # type: ignore[call-overload]
         except (TypeError, ValueError):
-            raise ProxySpecError(f"proxy {redacted(url)!r}: bad weight or max_concurrent") from None
+            raise ProxySpecError("bad weight or max_concurrent") from None
         raw_tags = options.get("tags", ())
         tags = raw_tags.split(",") if isinstance(raw_tags, str) else raw_tags
         if not isinstance(tags, Iterable):
-            raise ProxySpecError(f"proxy {redacted(url)!r}: tags must be a list")
+            raise ProxySpecError("tags must be a list")
         raw_id = options.get("id")
-        return cls.from_url(
-            url,
-            weight=weight,
-            tags=(str(t).strip() for t in tags),
-            max_concurrent=cap,
-            id=str(raw_id) if raw_id else None,
-        )
+        ident = str(raw_id) if raw_id else None
+        names = [str(t).strip() for t in tags]
+        if vendor is not None:
+            host, port, credentials = vendor
+            return cls(
+                "http",
+                host,
+                port,
+                credentials=credentials,
+                weight=weight,
+                tags=names,
+                max_concurrent=cap,
+                id=ident,
+            )
+        return cls.from_url(url, weight=weight, tags=names, max_concurrent=cap, id=ident)
 
     @property
     def credentials(self) -> Credentials | None:
@@ -266,6 +294,51 @@ class Proxy:
     def __reduce__(self) -> str | tuple[object, ...]:
         # Keep proxies out of pickled request queues: pass `id` around instead.
         raise TypeError("Proxy cannot be pickled (it may hold credentials); pass its id")
+
+
+def _is_host(host: str) -> bool:
+    """An IP address or a DNS name (IDNA for non-ASCII): nothing a proxy URL could not mean."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:
+        return True
+    try:
+        ascii_host = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return False
+    return _HOST_NAME.match(ascii_host) is not None
+
+
+def _without_options(line: str) -> tuple[str, list[str]]:
+    """A vendor-form line's body and its trailing pool options."""
+    words: list[str] = []
+    while (found := _TRAILING_OPTION.search(line)) is not None:
+        words.insert(0, found.group().strip())
+        line = line[: found.start()]
+    return line, words
+
+
+def _vendor_form(body: str) -> tuple[str, int, Credentials | None]:
+    """``host:port`` or ``host:port:user:password`` (an IPv6 host in brackets); the password is
+    all after the third colon."""
+    if body.startswith("["):
+        host, bracket, rest = body[1:].partition("]")
+        if not bracket or not rest.startswith(":"):
+            raise ProxySpecError(f"an IPv6 host needs its brackets and a port ({_FORMS})")
+        rest = rest[1:]
+    else:
+        host, colon, rest = body.partition(":")
+        if not colon:
+            raise ProxySpecError(f"not a proxy ({_FORMS})")
+    fields = rest.split(":", 2)
+    if not fields[0].isascii() or not fields[0].isdigit():
+        raise ProxySpecError(f"the port is not a number ({_FORMS})")
+    if len(fields) == 2:
+        raise ProxySpecError(f"a user without a password ({_FORMS})")
+    credentials = Credentials(fields[1], fields[2]) if len(fields) == 3 else None
+    return host.lower(), int(fields[0]), credentials
 
 
 def _default_id(display: str, credentials: Credentials | None) -> str:

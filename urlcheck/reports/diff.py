@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from urlcheck.check.printable import printable
 from urlcheck.check.result import status_class
 from urlcheck.reports.source import ResultsSource
 
@@ -166,7 +167,7 @@ def _url(result: dict[str, Any]) -> str:
 
 
 def _value(value: Any) -> str:
-    return "-" if value is None else str(value)
+    return "-" if value is None else printable(value)
 
 
 def format_change(change: RowChange) -> str:
@@ -177,7 +178,7 @@ def format_change(change: RowChange) -> str:
             f"{name} {_value(old)} -> {_value(new)}" for name, (old, new) in change.fields.items()
         )
     flag = "REGRESSED" if change.regressed else ""
-    return f"{change.row:>7}  {flag:<9}  {change.url}\n{'':>18} {what}"
+    return f"{change.row:>7}  {flag:<9}  {printable(change.url)}\n{'':>18} {what}"
 
 
 def format_summary(summary: DiffSummary) -> str:

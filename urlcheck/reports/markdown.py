@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from urlcheck.check.printable import printable
 from urlcheck.check.result import STATUS_CLASSES
 from urlcheck.reports.html import format_number
 
@@ -14,8 +15,9 @@ if TYPE_CHECKING:
 
 
 def cell(value: object) -> str:
-    """Text that cannot break out of a Markdown table cell or start markup."""
-    text = " ".join(str(value).split())
+    """Text that cannot break out of a Markdown table cell or start markup, nor reach a
+    terminal that shows the file as anything but visible characters."""
+    text = printable(" ".join(str(value).split()))
     for char in ("\\", "|", "`", "*", "_", "[", "]", "<", ">"):
         text = text.replace(char, "\\" + char)
     return text
@@ -32,4 +34,4 @@ def render_markdown(data: ReportData, *, title: str = "urlcheck report") -> str:
     )
     env.filters.update(number=format_number, cell=cell)
     env.globals.update(status_classes=STATUS_CLASSES)
-    return env.get_template("report.md.j2").render(data=data, title=title)
+    return env.get_template("report.md.j2").render(data=data, title=printable(title))

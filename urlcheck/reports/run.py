@@ -8,6 +8,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TextIO
 
+from urlcheck.check.printable import printable
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.reports.build import output_format, write_report
 from urlcheck.reports.diff import DiffSummary, diff, format_change, format_summary
@@ -26,9 +27,9 @@ def run_report(
         target, fmt = output_format(output) if output else (default, "html")
         rows = write_report(path, target, fmt, title=title)
     except (SourceError, OSError) as exc:
-        err.write(f"urlcheck: {exc}\n")
+        err.write(f"urlcheck: {printable(exc)}\n")
         return ExitCode.INPUT_ERROR
-    out.write(f"{fmt} report of {rows:,} rows written to {target}\n")
+    out.write(f"{fmt} report of {rows:,} rows written to {printable(target)}\n")
     return ExitCode.FINISHED
 
 
@@ -48,6 +49,6 @@ def run_diff(old: Path, new: Path, output: str | None, *, out: TextIO, err: Text
                 if lines is not None:
                     lines.write(json.dumps(change.to_dict(), ensure_ascii=False) + "\n")
     except (SourceError, OSError, ValueError) as exc:
-        err.write(f"urlcheck: {exc}\n")
+        err.write(f"urlcheck: {printable(exc)}\n")
         return ExitCode.INPUT_ERROR
     return DIFF_REGRESSED if regressed else ExitCode.FINISHED

@@ -39,6 +39,7 @@ from urlcheck.cluster.errors import ClusterError
 from urlcheck.crawl import internals
 from urlcheck.crawl.runtime import runtime
 from urlcheck.jobs.files import CLUSTER_FILE, atomic_write_json
+from urlcheck.jobs.nofollow import open_nofollow
 from urlcheck.signals import job_paused, job_resumed
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ class Coordinator:
         results = runtime(self.crawler).results
         assert results is not None
         results.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = results.path.open("ab", buffering=0)
+        self._file = open_nofollow(results.path, "ab", buffering=0)  # never through a link
         self.collector = ResultCollector(self.runtime.job, results.done, self._write, self._sync)
         self._room = asyncio.Event()
         job = self.runtime.job
