@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import socket
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,6 +61,40 @@ def test_a_job_directory_says_which_distributed_job_it_ran(
             cluster_of(tmp_path, None)
     # -s REDIS_URL wins over the file (it may carry the password).
     assert cluster_of(tmp_path, server.url) is not None
+
+
+def test_a_job_directory_never_gets_our_redis_password(tmp_path: Path) -> None:
+    # A job directory from elsewhere names "its" Redis: a listener that records what it hears.
+    heard: list[bytes] = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.9", 0))
+        listener.listen()
+        listener.settimeout(5)
+        port = listener.getsockname()[1]
+
+        def serve() -> None:
+            with contextlib.suppress(OSError):
+                conn, _ = listener.accept()
+                with conn:
+                    conn.settimeout(2)
+                    while chunk := conn.recv(4096):
+                        heard.append(chunk)
+                        conn.sendall(b"-ERR not a redis\r\n")
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        found = cluster_of(
+            jobdir(tmp_path, {"job": "j1", "redis_url": f"redis://127.0.0.9:{port}/0"}),
+            None,
+            {"password": "s3cret-of-ours", "username": "ours"},
+        )
+        assert found is not None
+        with pytest.raises(ClusterError):
+            found.status()
+        thread.join(5)
+    assert heard  # it was reached, and asked something
+    assert b"s3cret-of-ours" not in b"".join(heard)
+    assert b"ours" not in b"".join(heard)
 
 
 def test_status_control_and_clean_of_a_job(

@@ -2,7 +2,8 @@
 every process through Redis, and ``clean``. A JOBDIR whose coordinator ran in distributed mode
 holds ``cluster.json`` (the job's name and Redis URL without its password); ``-s REDIS_URL``
 overrides that URL, and ``-s REDIS_PARAMS`` gives its client options (a password when Redis
-needs one), as for the crawl."""
+needs one), as for the crawl. The credentials of ``REDIS_PARAMS`` go only to a Redis named by
+``-s REDIS_URL``, never to the one a job directory's file names."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
 
 # A running process renews every 5 s by default; this long without a word, it is reported silent.
 SILENT_AFTER = 30.0
+# REDIS_PARAMS that prove who we are: sent only to a Redis the settings name, never to one a job
+# directory names (a job directory may come from anyone, and its cluster.json from anywhere).
+CREDENTIALS = frozenset({"password", "username", "ssl_certfile", "ssl_keyfile", "ssl_password"})
 
 
 def cluster_of(
@@ -38,10 +42,14 @@ def cluster_of(
         return None
     if not isinstance(data, dict) or not isinstance(data.get("job"), str):
         raise ClusterError(f"{jobdir / CLUSTER_FILE}: not a urlcheck cluster file")
-    url = redis_url or data.get("redis_url")
+    params = dict(redis_params or {})
+    url = redis_url
+    if not url:  # the file's: reached without our credentials (pass -s REDIS_URL to send them)
+        url = data.get("redis_url")
+        params = {name: value for name, value in params.items() if name not in CREDENTIALS}
     if not isinstance(url, str) or not url:
         raise ClusterError(f"{jobdir / CLUSTER_FILE}: no Redis URL; pass -s REDIS_URL=...")
-    return ClusterJob(connect(url, **(redis_params or {})), data["job"])
+    return ClusterJob(connect(url, **params), data["job"])
 
 
 def format_cluster(job: str, status: ClusterStatus) -> str:
