@@ -227,7 +227,8 @@ def test_a_password_in_redis_url_stays_out_of_the_log_and_the_job_files(
     locked: RedisServer, tmp_path: Path
 ) -> None:
     """The job's Redis is named in the log and in cluster.json without its password, and
-    ``scrapy job status`` reaches it with cluster.json's URL and the password in REDIS_PARAMS."""
+    ``scrapy job status`` reaches it with the password in REDIS_PARAMS once the settings name that
+    Redis (cluster.json's URL alone is reached without our credentials)."""
     url = f"redis://:{SECRET}@127.0.0.1:{locked.port}/0"
     with SiteServer(("127.0.0.2",), log_path=tmp_path / "site.jsonl") as site:
         csv = tmp_path / "urls.csv"
@@ -243,12 +244,16 @@ def test_a_password_in_redis_url_stays_out_of_the_log_and_the_job_files(
     assert cluster == {"job": "inurl", "redis_url": locked.url}
     assert f"of job 'inurl' on {locked.url}" in text
     right = json.dumps({"password": SECRET})
-    status = scrapy_job("status", str(tmp_path / "job"), "-s", f"REDIS_PARAMS={right}")
+    unnamed = scrapy_job("status", str(tmp_path / "job"), "-s", f"REDIS_PARAMS={right}")
+    assert unnamed.returncode == 2 and "Authentication required" in unnamed.stderr
+    named = ("-s", f"REDIS_URL={locked.url}", "-s", f"REDIS_PARAMS={right}")
+    status = scrapy_job("status", str(tmp_path / "job"), *named)
     assert status.returncode == 0, status.stderr
     assert "cluster: job 'inurl' done" in status.stdout
     cleaned = scrapy_job("clean", "inurl", "-s", f"REDIS_URL={url}")
     assert cleaned.returncode == 0, cleaned.stderr
     everything = [text, done.stdout, done.stderr, status.stdout, status.stderr, cleaned.stdout]
+    everything += [unnamed.stdout, unnamed.stderr]
     everything += [p.read_text() for p in (tmp_path / "job").iterdir() if p.suffix == ".json"]
     assert not [text for text in everything if SECRET in text]
 
