@@ -34,7 +34,7 @@ SETTING_KEYS = frozenset({
     # what a site asks of its visitors
     "headers", "cookies", "auth",
     # output, the terminal
-    "results_enabled", "progress_interval",
+    "results_enabled", "excel_delimiter", "progress_interval",
     # politeness
     "backoff_base", "backoff_max", "backoff_retries", "backoff_http_codes", "backoff_log_interval",
     "host_down_after", "host_pace_enabled", "host_delay_max", "host_delay_ease_after",
