@@ -80,6 +80,8 @@ class CheckConfig:
     # Browsers follow far longer URLs than IE's 2,083 (Chrome 2 MB, Firefox and Safari 64K+);
     # a server that will not take one answers 414, which is a result.
     max_url_length: int = 65_536
+    # Rows asking for the same URL share one chain (urlcheck/input/duplicates.py).
+    same_url_once: bool = True
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CheckConfig:
@@ -96,6 +98,7 @@ class CheckConfig:
             rows_ahead_per_host=read.integer("URLCHECK_ROWS_AHEAD_PER_HOST", 2, minimum=1),
             rows_ahead=read.integer("URLCHECK_ROWS_AHEAD", 200, minimum=1),
             max_url_length=read.integer("URLCHECK_MAX_URL_LENGTH", 65_536, minimum=16),
+            same_url_once=read.boolean("URLCHECK_SAME_URL_ONCE", True),
         )
 
 

@@ -30,7 +30,7 @@ _MAX_BYTES = 1 << 20  # a settings file, not a data file
 SETTING_KEYS = frozenset({
     # what is checked and how
     "user_agent", "method", "max_hops", "follow_meta_refresh", "verdict_ignore_trailing_slash",
-    "temporary_redirect", "max_chain_hops", "max_url_length", "body_max_bytes",
+    "temporary_redirect", "max_chain_hops", "max_url_length", "body_max_bytes", "same_url_once",
     # what a site asks of its visitors
     "headers", "cookies", "auth",
     # output, the terminal
