@@ -80,6 +80,7 @@ async def test_copies_of_a_url_cost_one_request_and_each_row_has_its_line(site, 
     assert lines[301]["notes"] == ["url_userinfo", "duplicate_of_row_1"]
     assert lines[302]["notes"] == ["duplicate_of_row_1"]
     assert crawler.stats.get_value("urlcheck/rows") == 302
+    assert crawler.stats.get_value("urlcheck/duplicate_rows") == 300
     assert not crawler.stats.get_value("urlcheck/rows_missing")
 
 

@@ -225,12 +225,15 @@ class CheckSpider(Spider):
         same = self._same_url
         if same is None or not same.has_copies(line.row):
             return
+        stats = self.crawler.stats
+        assert stats is not None
         for row, offset in same.release(line.row):
             task = self.requests.task(self._source.read_at(offset, row))
             if task.requested_url != line.requested_url:  # only its URL's hash was the same
                 yield from self._first_step(task)
                 continue
             self.ledger.fed(row)
+            stats.inc_value("urlcheck/duplicate_rows")
             yield self.requests.copy_line(task, line)
 
     def _line(self, line: Result) -> Result | Iterator[Request | Result]:
