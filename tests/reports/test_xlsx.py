@@ -65,6 +65,10 @@ def test_results_sheet_has_every_field_the_chain_as_text_and_the_input_columns()
     assert values["chain"] == "301 http://a.test/1 -> 200 http://b.test/"
     assert values["loop"] is False and values["input.title"] == "page 1"
     assert dict(zip(header, second, strict=True))["reasons"] == "final_url_mismatch"
+    sheet = book["results"]  # the header frozen, a filter on every column
+    assert sheet.freeze_panes == "A2"
+    assert sheet.auto_filter.ref == f"A1:{openpyxl.utils.get_column_letter(len(header))}3"
+    assert book["final_url_mismatch"].auto_filter.ref == "A1:K2"
 
 
 def test_a_sheet_per_check_code_found_in_the_rows() -> None:
@@ -140,6 +144,12 @@ def test_a_full_sheet_continues_on_the_next(monkeypatch: pytest.MonkeyPatch) -> 
     assert parts == ["results", "results (2)", "results (3)"]
     rows = [r[0] for name in parts for r in rows_of(book[name])]
     assert rows == ["row", 1, 2, "row", 3, 4, "row", 5]
+    last = openpyxl.utils.get_column_letter(len(rows_of(book["results"])[0]))
+    assert [book[name].auto_filter.ref for name in parts] == [
+        f"A1:{last}3",
+        f"A1:{last}3",
+        f"A1:{last}2",
+    ]
     assert rows_of(book["checks"])[1] == ["final_url_mismatch", "reason", 5, "final_url_mismatch"]
 
 

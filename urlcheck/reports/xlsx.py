@@ -25,6 +25,7 @@ from typing import IO, Any
 from openpyxl import Workbook
 from openpyxl.cell import WriteOnlyCell
 from openpyxl.styles import Font
+from openpyxl.utils import get_column_letter
 from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 
 from urlcheck.check.result import FIELDS
@@ -126,6 +127,7 @@ class _Sheet:
 
     def append(self, values: Iterable[Any]) -> None:
         if self._room == 0:
+            self.finish()
             self._next_part(None)
         assert self._sheet is not None
         self._sheet.append([self.writer.cell(self._sheet, value) for value in values])
@@ -140,8 +142,17 @@ class _Sheet:
         header = [WriteOnlyCell(sheet, cell_text(text)) for text in self.header]
         for cell in header:
             cell.font = _BOLD
+        sheet.freeze_panes = "A2"  # the header stays in view
         sheet.append(header)
         self._room = EXCEL_MAX_ROWS - 1
+
+    def finish(self) -> None:
+        """A filter on every column of the part being written (set once its length is known)."""
+        if self._sheet is not None and self.header:
+            last = get_column_letter(len(self.header))
+            # A write-only sheet has it (types-openpyxl does not say so)
+            auto_filter = self._sheet.auto_filter  # type: ignore[attr-defined]
+            auto_filter.ref = f"A1:{last}{EXCEL_MAX_ROWS - self._room}"
 
 
 class XlsxWriter:
@@ -204,6 +215,9 @@ class XlsxWriter:
             sheet = self._checks[kind, code]
             name = None if sheet is None else sheet.name
             self._summary.append((cell_text(code), kind.removesuffix("s"), n, name))
+        for sheet in (self._results, self._summary, *self._checks.values()):
+            if sheet is not None:
+                sheet.finish()
         # Through a temporary file: a zip is written with seeks back to its headers, which a
         # feed's file may not allow (opened for appending, or a stream).
         with tempfile.TemporaryFile() as spool:
