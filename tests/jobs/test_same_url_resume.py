@@ -13,9 +13,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.jobs.crawls import HOSTS, Crawl, assert_no_duplicates, meta_of, read_results, write_rows
+from tests.processes import scrapy_job
 from urlcheck.jobs.done import dropped_path
 from urlcheck.jobs.exitcodes import ExitCode
-from urlcheck.jobs.status import derive_status, format_status
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -93,7 +93,7 @@ def test_copies_get_their_line_once_across_pauses(tmp_path: Path, site: SiteServ
     # job status: first answers and final answers, each labelled (all 200 here)
     meta = meta_of(jobdir)
     assert meta.counts.by_first_status["2xx"] == meta.counts.by_status["2xx"] == rows
-    text = format_status(derive_status(meta, now=0.0, jobdir=jobdir))
+    text = scrapy_job("status", jobdir).stdout  # the command, as a user runs it
     assert "\n  first answers: 2xx 160, 3xx 0, 4xx 0, 5xx 0, other 0, error 0\n" in text
     assert "\n  final answers: 2xx 160, 3xx 0, 4xx 0, 5xx 0, other 0, error 0\n" in text
 
