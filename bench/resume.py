@@ -103,6 +103,8 @@ def write_results(path: Path, port: int, done: int) -> Counts:
             )
     counts = Counts()
     counts.add_status(200, done)
+    counts.add_first_status(200, done - done // 5)
+    counts.add_first_status(301, done // 5)
     counts.add_verdict(None, done - done // 5)
     counts.add_verdict("pass", done // 5)
     return counts

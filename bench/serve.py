@@ -64,6 +64,7 @@ def write_job(jobdir: Path, rows: int) -> None:
             out.write(_ROW.sub(b'{"row": %d, ' % row, lines[i], count=1))
     total = Counts()
     for i, n in tally.items():
+        total.add_first_status(templates[i].status, n)
         total.add_status(templates[i].final_status, n)
         total.add_verdict(templates[i].verdict, n)
     JobMeta(

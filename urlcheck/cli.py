@@ -66,7 +66,7 @@ examples:
   urlcheck demo                                   # a bundled site on 127.0.0.1, no internet
   urlcheck check urls.csv                         # a job in .urlcheck/jobs/urls-<hash>/
   urlcheck check urls.csv --jobdir jobs/site      # a job: Ctrl-C, then the same command resumes
-  urlcheck check urls.csv -o check.csv            # also a spreadsheet
+  urlcheck check urls.csv -o check.xlsx           # also a workbook (or check.csv:excel)
   urlcheck check urls.csv -s URLCHECK_METHOD=HEAD # any setting: docs/settings.md
   urlcheck job status jobs/site                   # from another terminal; pause, resume, cancel
   urlcheck serve                                  # the web face on http://127.0.0.1:8080/
@@ -79,6 +79,7 @@ examples:
   urlcheck check urls.csv
   urlcheck check urls.csv --jobdir jobs/site      # Ctrl-C, then the same command resumes
   urlcheck check urls.csv --out audit.jsonl -o audit.csv
+  urlcheck check urls.csv -o audit.xlsx -o audit.csv:excel   # for Excel (docs/reports.md)
   urlcheck check urls.csv -s URLCHECK_MAX_HOPS=5 -s DOWNLOAD_TIMEOUT=10
   urlcheck check urls.csv --config audit.toml     # settings from a file (./urlcheck.toml too)
   urlcheck check urls.csv -q                      # for cron: warnings and errors only
@@ -157,7 +158,8 @@ def _check_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         action="append",
         default=[],
-        help="also export to FILE; its extension picks the format (results.csv), or FILE:FORMAT",
+        help="also export to FILE; its extension picks the format (results.csv, results.xlsx), "
+        "or FILE:FORMAT (results.csv:excel: a BOM and ';', for Excel)",
     )
     parser.add_argument(
         "-s",

@@ -118,9 +118,12 @@ EXTENSIONS = {
 }
 
 # --- Feed exports (-o results.csv): flat columns, the chain in one readable cell -----------------
+# -o results.csv:excel (a BOM, URLCHECK_EXCEL_DELIMITER) and -o results.xlsx: for Excel.
 # -o report.md:markdown and -o junit.xml:junit: a summary with the failing rows, and a CI artefact.
 FEED_EXPORTERS = {
     "csv": "urlcheck.crawl.exporters.SafeCsvItemExporter",
+    "excel": "urlcheck.crawl.exporters.ExcelCsvItemExporter",
+    "xlsx": "urlcheck.crawl.exporters.XlsxItemExporter",
     "markdown": "urlcheck.crawl.exporters.MarkdownItemExporter",
     "junit": "urlcheck.crawl.exporters.JUnitItemExporter",
 }

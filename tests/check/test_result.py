@@ -59,7 +59,7 @@ def test_from_dict_fills_what_an_older_line_lacks() -> None:
 )
 def test_read_key_takes_the_top_level_fields_whatever_the_strings_hold(url: str) -> None:
     line = result(url=url, extra={"final_status": "500", "verdict": "fail"}).to_json_line()
-    assert read_key(line) == LineKey(7, 200, "pass")
+    assert read_key(line) == LineKey(7, 301, 200, "pass")
 
 
 def test_read_key_of_a_failed_row_and_of_junk() -> None:
@@ -67,10 +67,15 @@ def test_read_key_of_a_failed_row_and_of_junk() -> None:
     failed = build_result(
         task, [hop("http://a.test/", error="timeout")], rules=VerdictRules(), error="timeout"
     )
-    assert read_key(failed.to_json_line()) == LineKey(9, None, None)
+    assert read_key(failed.to_json_line()) == LineKey(9, None, None, None)
     assert read_key(b"not json\n") is None
     assert read_key(b'{"row": "x"}\n') is None
     # A line from another writer, keys in another order: read the slow way.
     assert read_key(b'{"verdict": "fail", "final_status": 404, "row": 2}\n') == LineKey(
-        2, 404, "fail"
+        2, None, 404, "fail"
     )
+    assert read_key(b'{"status": 302, "verdict": "fail", "final_status": 404, "row": 2}\n') == (
+        LineKey(2, 302, 404, "fail")
+    )
+    # a line of a writer without a final status: the first one stands in for it
+    assert read_key(b'{"row": 3, "status": 404, "verdict": null}\n') == LineKey(3, 404, 404, None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from typing import Any
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
@@ -70,3 +71,71 @@ async def test_markdown_has_the_summary_and_the_failing_rows(site, tmp_path):
     assert rows == [2, 3, 4, 6]
     assert "| 6 | mailto:someone@example.com |" in text
     assert "temporary\\_redirect" in text
+
+
+def _spreadsheet_csv(site, tmp_path):
+    u = site.url
+    rows = [
+        "url,expected,title",
+        f"{u('127.0.0.7', '/chain/2')},{u('127.0.0.7', '/chain/0')},Café crème",  # pass
+        f"{u('127.0.0.7', '/redirect/302?to=/ok')},{u('127.0.0.7', '/ok')},+1+1",  # temporary
+        f"{u('127.0.0.7', '/status/404')},{u('127.0.0.7', '/ok')},-2+3",  # 404
+        '"=HYPERLINK(""http://evil.example"")",,@SUM(A1)',  # invalid URL, and a formula title
+    ]
+    return write_csv(tmp_path / "in.csv", "\n".join(rows) + "\n")
+
+
+@deferred_f_from_coro_f
+async def test_xlsx_and_excel_csv_open_as_excel_would(site, tmp_path):
+    import csv
+
+    import openpyxl
+
+    book_path, excel, comma = tmp_path / "r.xlsx", tmp_path / "excel.csv", tmp_path / "comma.csv"
+    feeds = {
+        str(book_path): {"format": "xlsx"},
+        str(excel): {"format": "excel"},
+        str(comma): {"format": "excel", "item_export_kwargs": {"delimiter": ","}},
+    }
+    results, _ = await crawl(
+        _spreadsheet_csv(site, tmp_path), tmp_path / "out.jsonl", **FAST, FEEDS=feeds
+    )
+    assert len(results) == 4
+    reasons = {r["row"]: r["reasons"] for r in results}
+
+    book: Any = openpyxl.load_workbook(book_path)
+    assert book.sheetnames[:2] == ["results", "checks"]
+    codes = {code for row in reasons.values() for code in row}
+    assert set(book.sheetnames[2:]) == codes  # a sheet per check met
+    header, *lines = list(book["results"].iter_rows())
+    column = {cell.value: i for i, cell in enumerate(header)}
+    by_row = {line[0].value: line for line in lines}
+    assert sorted(by_row) == [1, 2, 3, 4]
+    chain = by_row[1][column["chain"]].value
+    assert chain.startswith("301 ") and chain.endswith(
+        " -> 200 " + site.url("127.0.0.7", "/chain/0")
+    )
+    assert by_row[1][column["input.title"]].value == "Café crème"
+    for row, text in ((2, "+1+1"), (3, "-2+3"), (4, "@SUM(A1)")):
+        cell = by_row[row][column["input.title"]]
+        assert (cell.value, cell.data_type) == (text, "s")  # text, not a formula
+    url = by_row[4][column["url"]]
+    assert (url.value, url.data_type) == ('=HYPERLINK("http://evil.example")', "s")
+    for code in codes:
+        rows = [r[0] for r in book[code].iter_rows(min_row=2, values_only=True)]
+        assert sorted(rows) == sorted(row for row, found in reasons.items() if code in found)
+
+    # The Excel CSV: a BOM, then ";" (URLCHECK_EXCEL_DELIMITER's default) or the feed's own.
+    raw = excel.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbfrow;url;")
+    with excel.open(encoding="utf-8-sig", newline="") as f:
+        table = list(csv.DictReader(f, delimiter=";"))
+    assert sorted(int(r["row"]) for r in table) == [1, 2, 3, 4]  # as the rows ended
+    by_row = {int(r["row"]): r for r in table}
+    assert by_row[1]["input.title"] == "Café crème"
+    assert by_row[2]["input.title"] == "'+1+1"  # a CSV cell cannot be typed: neutralised
+    assert by_row[4]["url"] == '\'=HYPERLINK("http://evil.example")'
+    assert by_row[1]["chain"] == chain
+    assert comma.read_bytes().startswith(b"\xef\xbb\xbfrow,url,")
+    with comma.open(encoding="utf-8-sig", newline="") as f:
+        assert list(csv.DictReader(f)) == table

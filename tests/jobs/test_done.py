@@ -68,7 +68,7 @@ def write(path: Path, *parts: bytes) -> Path:
 def reference_counts(records: list[dict[str, Any]]) -> Counts:
     counts = Counts()
     for record in records:
-        counts.add(record["final_status"], record["verdict"])
+        counts.add(record.get("status"), record["final_status"], record["verdict"])
     return counts
 
 
@@ -147,6 +147,15 @@ def test_counts_match_a_full_json_parse(tmp_path: Path) -> None:
     assert scan.counts == reference_counts(records)
     assert scan.counts.by_status == {"2xx": 2, "3xx": 1, "4xx": 2, "5xx": 1, "other": 1, "error": 1}
     assert scan.counts.by_verdict == {"pass": 2, "fail": 3, "none": 3}
+    # the first answers: rows 1-7 redirected (301) unless the chain broke, row 8 has none
+    assert scan.counts.by_first_status == {
+        "2xx": 0,
+        "3xx": 6,
+        "4xx": 0,
+        "5xx": 0,
+        "other": 0,
+        "error": 2,
+    }
     assert (scan.repaired_bytes, scan.duplicates, scan.malformed) == (0, 0, 0)
     assert path.read_bytes() == before
     assert not dropped_path(path).exists()
@@ -156,6 +165,7 @@ def test_status_falls_back_to_status_only_without_final_status(tmp_path: Path) -
     path = write(tmp_path / "r.jsonl", b'{"row": 1, "status": 404, "verdict": null}\n')
     scan = scan_results(path)
     assert scan.counts.by_status["4xx"] == 1
+    assert scan.counts.by_first_status["4xx"] == 1
     assert status_class(None) == "error"
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import csv as csvmodule
 import json
 import signal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree
 
+import openpyxl
 import pytest
 
 from tests.jobs.crawls import (
@@ -52,6 +53,7 @@ def test_exports_of_a_job_cover_every_row_once_across_runs(
     args: tuple[str, ...] = ("-a", "csv=urls.csv", "--jobdir", "job", "-o", "out.csv")
     args += ("-o", "out.jsonl")
     args += ("-o", "junit.xml:junit")
+    args += ("-o", "out.xlsx", "-o", "excel.csv:excel")  # the format from the suffix, or named
     results = work / "job" / "results.jsonl"
 
     first = Run(work, *args)
@@ -78,6 +80,12 @@ def test_exports_of_a_job_cover_every_row_once_across_runs(
     cases = junit.findall(".//testcase")
     assert len(cases) == rows, ElementTree.tostring(junit)[:500]
     assert not junit.findall(".//failure")
+    # Excel's: the workbook and the Excel CSV cover the job too, in row order.
+    sheet: Any = openpyxl.load_workbook(work / "out.xlsx")["results"]
+    assert [r[0] for r in sheet.iter_rows(min_row=2, values_only=True)] == list(range(1, rows + 1))
+    with (work / "excel.csv").open(encoding="utf-8-sig", newline="") as f:
+        table = list(csvmodule.DictReader(f, delimiter=";"))
+    assert [int(r["row"]) for r in table] == list(range(1, rows + 1))
 
 
 def test_without_a_job_the_export_is_scrapys_streaming_one(
@@ -86,7 +94,11 @@ def test_without_a_job_the_export_is_scrapys_streaming_one(
     work = tmp_path / "work"
     work.mkdir()
     make_csv(work / "urls.csv", site, "export-nojob", 10, chains=False)
-    run = Run(work, "-a", "csv=urls.csv", "--no-job", "-o", "out.csv")
+    (work / "out.xlsx").write_bytes(b"an earlier run's workbook")
+    run = Run(work, "-a", "csv=urls.csv", "--no-job", "-o", "out.csv", "-o", "out.xlsx")
     assert run.wait() == ExitCode.FINISHED, run.stderr()[-3000:]
     assert sorted(int(r["row"]) for r in csv_rows(work / "out.csv")) == list(range(1, 11))
+    # A workbook cannot be appended to: the earlier file is replaced.
+    sheet: Any = openpyxl.load_workbook(work / "out.xlsx")["results"]
+    assert sorted(r[0] for r in sheet.iter_rows(min_row=2, values_only=True)) == list(range(1, 11))
     assert "Exporting" not in run.stderr()

@@ -48,8 +48,8 @@ def test_read_json_missing_and_broken(tmp_path: Path) -> None:
 
 def full_meta() -> JobMeta:
     counts = Counts()
-    counts.add(200, "pass")
-    counts.add(None, "fail")
+    counts.add(301, 200, "pass")
+    counts.add(None, None, "fail")
     return JobMeta(
         state=JobState.PROCESSING,
         total_rows=10,

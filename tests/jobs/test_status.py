@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from urlcheck.clock import utc_iso
+from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
 from urlcheck.jobs.files import BackoffHost, JobMeta, JobState
 from urlcheck.jobs.progress import Heartbeat, RunRate
@@ -88,6 +89,16 @@ def test_text_and_json() -> None:
     assert data["eta_seconds"] == 900.0
 
 
+def test_a_meta_json_without_first_answers_says_so() -> None:
+    m = meta(JobState.PAUSED, quiet_for=5.0)
+    m.counts = Counts.from_dict({"status": {"2xx": 250}, "verdict": {"none": 250}})
+    text = format_status(derive_status(m, now=NOW))
+    assert "\n  first answers: - (counted next run)\n" in text
+    assert "\n  final answers: 2xx 250, 3xx 0, 4xx 0, 5xx 0, other 0, error 0\n" in text
+    m.counts = Counts.from_dict(m.counts.to_dict() | {"first_status": {"3xx": 200, "2xx": 50}})
+    assert "\n  first answers: 2xx 50, 3xx 200," in format_status(derive_status(m, now=NOW))
+
+
 def test_text_for_a_crashed_job() -> None:
     status = derive_status(meta(JobState.PROCESSING, quiet_for=20.0), now=NOW, holder_pid=None)
     assert not status.stuck
@@ -158,7 +169,7 @@ def test_exit_codes_are_distinct_and_fixed() -> None:
 def test_exit_code_for_meta() -> None:
     done = JobMeta(state=JobState.DONE)
     assert exit_code_for(done) is ExitCode.FINISHED
-    done.counts.add(404, "fail")
+    done.counts.add(404, 404, "fail")
     assert exit_code_for(done) is ExitCode.FAILED_VERDICTS
     assert exit_code_for(JobMeta(state=JobState.CANCELLED)) is ExitCode.CANCELLED
     for state in (JobState.PAUSED, JobState.PROCESSING, JobState.PENDING):
@@ -169,7 +180,8 @@ def test_exit_code_for_meta() -> None:
 
 
 def _line(row: int, final: int | None, verdict: str | None = None) -> bytes:
-    result = {"row": row, "url": "u", "final_status": final, "verdict": verdict}
+    first = 301 if verdict == "pass" else final
+    result = {"row": row, "url": "u", "status": first, "final_status": final, "verdict": verdict}
     return (json.dumps(result) + "\n").encode()
 
 
@@ -178,8 +190,8 @@ def test_catch_up_counts_what_meta_json_has_not_seen(tmp_path: Path) -> None:
     seen = _line(1, 200) + _line(2, 301, "pass")
     results.write_bytes(seen + _line(3, None) + _line(4, 503, "fail") + b'{"row": 5, "torn')
     meta = JobMeta(state=JobState.PROCESSING, results_path=str(results), done_rows=2)
-    meta.counts.add(200, None)
-    meta.counts.add(301, "pass")
+    meta.counts.add(200, 200, None)
+    meta.counts.add(301, 301, "pass")
     meta.results_bytes = len(seen)
     meta.last_activity_at = "2020-01-01T00:00:00.000Z"
     caught = catch_up(meta)
@@ -193,6 +205,17 @@ def test_catch_up_counts_what_meta_json_has_not_seen(tmp_path: Path) -> None:
         "error": 1,
     }
     assert caught.counts.by_verdict == {"pass": 1, "fail": 1, "none": 2}
+    assert caught.counts.by_first_status == {
+        "2xx": 1,
+        "3xx": 1,
+        "4xx": 0,
+        "5xx": 1,
+        "other": 0,
+        "error": 1,
+    }
+    text = format_status(derive_status(caught, now=NOW))
+    assert "\n  first answers: 2xx 1, 3xx 1, 4xx 0, 5xx 1, other 0, error 1\n" in text
+    assert "\n  final answers: 2xx 1, 3xx 1, 4xx 0, 5xx 1, other 0, error 1\n" in text
     assert caught.results_bytes == results.stat().st_size - len(b'{"row": 5, "torn')
     assert caught.last_activity_at is not None and caught.last_activity_at > "2020"
     assert catch_up(caught).done_rows == 4  # nothing new: the same

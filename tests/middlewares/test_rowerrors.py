@@ -39,7 +39,8 @@ def test_a_rows_callback_error_becomes_its_line(crawler, caplog) -> None:
 
     def row_error(failed: HtmlResponse, exc: BaseException) -> object | None:
         built.append((failed.url, exc))
-        return {"row": 3, "error": "internal_error"} if failed.url == ROW_URL else None
+        # the row's line, then its copies' (rows asking for the same URL)
+        return iter([{"row": 3, "error": "internal_error"}]) if failed.url == ROW_URL else None
 
     runtime(crawler).row_error = row_error  # type: ignore[assignment]
     mw = build_from_crawler(RowErrorsMiddleware, crawler)
@@ -47,7 +48,7 @@ def test_a_rows_callback_error_becomes_its_line(crawler, caplog) -> None:
     with caplog.at_level(logging.ERROR, "urlcheck.middlewares.rowerrors"):
         out = mw.process_spider_exception(response(ROW_URL), error)
 
-    assert out == [{"row": 3, "error": "internal_error"}]
+    assert out is not None and list(out) == [{"row": 3, "error": "internal_error"}]
     assert built == [(ROW_URL, error)]
     [record] = caplog.records
     assert record.levelno == logging.ERROR

@@ -3,11 +3,14 @@ path in any answer, concurrent control requests all applied, pages of results by
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import openpyxl
 import pytest
 
 from tests.reports.reportrows import result
@@ -430,6 +433,15 @@ def test_downloads(make_client, tmp_path):
     lines = csv.text.splitlines()
     assert lines[0].startswith("row,url,") and len(lines) == 5
     assert "'=HYPERLINK" in lines[4]  # neutralised for spreadsheets
+    xlsx = client.get("/api/jobs/done/download/xlsx")
+    assert xlsx.headers["content-disposition"].startswith(
+        'attachment; filename="done-results.xlsx"'
+    )
+    sheet: Any = openpyxl.load_workbook(io.BytesIO(xlsx.content))["results"]
+    cells = list(sheet.iter_rows(min_row=2))
+    assert [row[0].value for row in cells] == [1, 2, 3, 4]
+    hostile = cells[3][1]
+    assert (hostile.value, hostile.data_type) == ('=HYPERLINK("http://evil.example")', "s")
     html = client.get("/api/jobs/done/download/html")
     assert html.headers["content-disposition"].startswith("attachment;")
     assert html.headers["content-security-policy"].startswith("sandbox")

@@ -1,7 +1,8 @@
 """One row's result: the typed record written to results.jsonl, and how a line is read back.
 
-The record's field order is part of the format: ``row`` comes first, and ``final_status`` and
-``verdict`` are the first keys of those names in a line (hops use neither; the free-form
+The record's field order is part of the format: ``row`` comes first, and ``status``,
+``final_status`` and ``verdict`` are the first keys of those names in a line, in that order
+(``url`` and ``requested_url`` before them are strings, hops use none of them, the free-form
 ``input`` object comes last), so :func:`read_key` finds what a resume needs without parsing
 the JSON of a million lines.
 """
@@ -156,9 +157,11 @@ def build_result(
 # --- reading lines back ---------------------------------------------------------------------------
 # Inside a JSON string a quote is always escaped, so `, "key": ` with a bare quote is structure,
 # never text; the first `, "final_status": ` / `, "verdict": ` of a line written by
-# Result.to_json_line is the top-level one. A second `{"row": ` means two lines ran together (a
+# Result.to_json_line is the top-level one (and so is the first `, "status": `: only the strings
+# `url` and `requested_url` come before it). A second `{"row": ` means two lines ran together (a
 # torn line followed by an append).
 ROW_RE = re.compile(rb'\{"row": (0|[1-9][0-9]{0,11}), "')
+STATUS_RE = re.compile(rb', "status": (null|[0-9]{1,6})[,}]')
 FINAL_STATUS_RE = re.compile(rb', "final_status": (null|[0-9]{1,6})[,}]')
 VERDICT_RE = re.compile(rb', "verdict": (null|"pass"|"fail")[,}]')
 ROW_KEY = b'{"row": '
@@ -166,9 +169,11 @@ LINE_END = b"}\n"
 
 
 class LineKey(NamedTuple):
-    """What a resume needs of a line: its row, final status (or first status) and verdict."""
+    """What a resume needs of a line: its row, first status, final status (the first status
+    when a line has no final status) and verdict."""
 
     row: int
+    status: int | None
     final_status: int | None
     verdict: str | None
 
@@ -177,13 +182,15 @@ def read_key(line: bytes) -> LineKey | None:
     """The key of a whole line (newline included); None when it is not a result line."""
     m = ROW_RE.match(line)
     if m is not None and line.endswith(LINE_END) and line.find(ROW_KEY, 1) < 0:
-        fm = FINAL_STATUS_RE.search(line, m.end())
-        if fm is not None:
+        sm = STATUS_RE.search(line, m.end())
+        fm = FINAL_STATUS_RE.search(line, sm.end()) if sm is not None else None
+        if sm is not None and fm is not None:
             vm = VERDICT_RE.search(line, fm.end())
             if vm is not None:
-                final, verdict = fm[1], vm[1]
+                first, final, verdict = sm[1], fm[1], vm[1]
                 return LineKey(
                     int(m[1]),
+                    None if first == b"null" else int(first),
                     None if final == b"null" else int(final),
                     None if verdict == b"null" else verdict[1:-1].decode("ascii"),
                 )
@@ -200,10 +207,12 @@ def _read_key_slowly(line: bytes) -> LineKey | None:
     row = data.get("row")
     if not isinstance(row, int) or isinstance(row, bool):
         return None
-    final = data["final_status"] if "final_status" in data else data.get("status")
-    if final is not None and (not isinstance(final, int) or isinstance(final, bool)):
-        return None
+    first = data.get("status")
+    final = data.get("final_status", first)
+    for status in (first, final):
+        if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
+            return None
     verdict = data.get("verdict")
     if verdict is not None and not isinstance(verdict, str):
         return None
-    return LineKey(row, final, verdict)
+    return LineKey(row, first, final, verdict)

@@ -80,6 +80,8 @@ class CheckConfig:
     # Browsers follow far longer URLs than IE's 2,083 (Chrome 2 MB, Firefox and Safari 64K+);
     # a server that will not take one answers 414, which is a result.
     max_url_length: int = 65_536
+    # Rows asking for the same URL share one chain (urlcheck/input/duplicates.py).
+    same_url_once: bool = True
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CheckConfig:
@@ -96,6 +98,7 @@ class CheckConfig:
             rows_ahead_per_host=read.integer("URLCHECK_ROWS_AHEAD_PER_HOST", 2, minimum=1),
             rows_ahead=read.integer("URLCHECK_ROWS_AHEAD", 200, minimum=1),
             max_url_length=read.integer("URLCHECK_MAX_URL_LENGTH", 65_536, minimum=16),
+            same_url_once=read.boolean("URLCHECK_SAME_URL_ONCE", True),
         )
 
 
@@ -176,6 +179,22 @@ def progress_interval(settings: BaseSettings) -> float:
     return value
 
 
+_DELIMITER_NAMES = {"tab": "\t", "comma": ",", "semicolon": ";", "pipe": "|", "space": " "}
+
+
+def excel_delimiter(settings: BaseSettings) -> str:
+    """``URLCHECK_EXCEL_DELIMITER``: the delimiter of ``-o FILE.csv:excel``: one character, or
+    ``tab``, ``comma``, ``semicolon``, ``pipe``, ``space``."""
+    raw = SettingsReader(settings).text("URLCHECK_EXCEL_DELIMITER", ";")
+    value = _DELIMITER_NAMES.get(raw.strip().lower(), raw)
+    if len(value) != 1 or value in "\"\r\n'" or value.isalnum():
+        raise ConfigError(
+            f"setting URLCHECK_EXCEL_DELIMITER: expected one character that is not a letter, "
+            f"digit, quote or line break (or {', '.join(_DELIMITER_NAMES)}), got {raw!r}"
+        )
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class UrlcheckConfig:
     """Every urlcheck setting of one run, parsed."""
@@ -190,6 +209,7 @@ class UrlcheckConfig:
     progress_interval: float = 30.0  # 0: no progress line
     body_max_bytes: int = 256 * 1024
     results_enabled: bool = True
+    excel_delimiter: str = ";"  # -o FILE.csv:excel
     recheck: Recheck | None = None  # -a recheck=...: rows of the job to check again
     access: SiteAccess = field(default_factory=SiteAccess)  # headers, cookies, auth per host
 
@@ -208,6 +228,7 @@ class UrlcheckConfig:
             progress_interval=progress_interval(settings),
             body_max_bytes=read.integer("URLCHECK_BODY_MAX_BYTES", 256 * 1024, minimum=1024),
             results_enabled=read.boolean("URLCHECK_RESULTS_ENABLED", True),
+            excel_delimiter=excel_delimiter(settings),
             recheck=_recheck(read.text("URLCHECK_RECHECK", "")),
             access=SiteAccess.from_settings(settings),
         )

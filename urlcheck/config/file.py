@@ -30,11 +30,11 @@ _MAX_BYTES = 1 << 20  # a settings file, not a data file
 SETTING_KEYS = frozenset({
     # what is checked and how
     "user_agent", "method", "max_hops", "follow_meta_refresh", "verdict_ignore_trailing_slash",
-    "temporary_redirect", "max_chain_hops", "max_url_length", "body_max_bytes",
+    "temporary_redirect", "max_chain_hops", "max_url_length", "body_max_bytes", "same_url_once",
     # what a site asks of its visitors
     "headers", "cookies", "auth",
     # output, the terminal
-    "results_enabled", "progress_interval",
+    "results_enabled", "excel_delimiter", "progress_interval",
     # politeness
     "backoff_base", "backoff_max", "backoff_retries", "backoff_http_codes", "backoff_log_interval",
     "host_down_after", "host_pace_enabled", "host_delay_max", "host_delay_ease_after",

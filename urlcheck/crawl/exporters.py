@@ -1,19 +1,31 @@
 """Feed exports. For spreadsheets, ``-o results.csv`` gives flat columns, the chain as one
-readable cell, and no cell that a spreadsheet would run as a formula (CSV injection). For CI
-and tickets, ``-o report.md:markdown`` and ``-o junit.xml:junit`` (:mod:`urlcheck.reports`)."""
+readable cell, and no cell that a spreadsheet would run as a formula (CSV injection);
+``-o results.csv:excel`` is the same CSV as Excel opens it with a double click (a BOM, and the
+delimiter of URLCHECK_EXCEL_DELIMITER); ``-o results.xlsx`` a workbook with a sheet per check
+(:mod:`urlcheck.reports.xlsx`). For CI and tickets, ``-o report.md:markdown`` and
+``-o junit.xml:junit`` (:mod:`urlcheck.reports`). Reference: docs/reports.md."""
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO
+import io
+import logging
+from typing import TYPE_CHECKING, Any, BinaryIO, Self
 
 from itemadapter import ItemAdapter
 from scrapy.exporters import BaseItemExporter, CsvItemExporter
 
 from urlcheck.check.result import Result
+from urlcheck.crawl.runtime import runtime
 from urlcheck.reports.aggregate import Aggregate
 from urlcheck.reports.chaintext import chain_text
 from urlcheck.reports.junit import JUnitWriter
 from urlcheck.reports.markdown import render_markdown
+from urlcheck.reports.xlsx import XlsxWriter
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -51,6 +63,55 @@ class SafeCsvItemExporter(CsvItemExporter):
         super().export_item(
             {k: neutralise(v) if isinstance(v, str) else v for k, v in flat.items()}
         )
+
+
+class ExcelCsvItemExporter(SafeCsvItemExporter):
+    """``-o results.csv:excel``: UTF-8 with a BOM (Excel reads it as UTF-8, not the locale's
+    code page) and the delimiter Excel's locale expects (``;`` in most of Europe, where a comma
+    is the decimal separator): URLCHECK_EXCEL_DELIMITER, or the feed's own
+    ``item_export_kwargs: {"delimiter": ","}``."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, file: io.BytesIO, **kwargs: Any) -> Self:
+        if "delimiter" not in kwargs:
+            kwargs["delimiter"] = runtime(crawler).config.excel_delimiter
+        return cls(file, **kwargs)
+
+    def __init__(self, file: io.BytesIO, **kwargs: Any) -> None:  # Scrapy's hint for a file
+        kwargs["encoding"] = "utf-8-sig"  # whatever FEED_EXPORT_ENCODING says: the BOM
+        super().__init__(file, **kwargs)
+
+
+class XlsxItemExporter(BaseItemExporter):
+    """``-o results.xlsx``: an Excel workbook, streamed (:mod:`urlcheck.reports.xlsx`)."""
+
+    def __init__(self, file: BinaryIO, **kwargs: Any) -> None:
+        super().__init__(dont_fail=True, **kwargs)
+        _restart(file)
+        self.writer = XlsxWriter(file)
+
+    def export_item(self, item: Any) -> None:
+        result = as_dict(item)
+        if isinstance(result.get("row"), int):
+            self.writer.add(result)
+
+    def finish_exporting(self) -> None:
+        self.writer.close()
+
+
+def _restart(file: BinaryIO) -> None:
+    """A workbook is one zip file: one cannot be appended to another (a feed without
+    ``overwrite`` opens its file for appending), so the file is emptied first."""
+    try:
+        if file.tell():
+            logger.info(
+                "%s: an .xlsx cannot be appended to: it is replaced",
+                getattr(file, "name", "the feed"),
+            )
+            file.seek(0)
+            file.truncate()
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        pass  # a stream that cannot tell: a new file (a remote storage's temporary file)
 
 
 class MarkdownItemExporter(BaseItemExporter):

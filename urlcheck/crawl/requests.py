@@ -106,6 +106,24 @@ class RowRequests:
         """The row's result line, judged by this crawl's verdict rules."""
         return build_result(task, chain, rules=self.rules, **fields)
 
+    def copy_line(self, task: RowTask, of: Result) -> Result:
+        """The line of a row that asked for the URL row ``of.row`` asked for: that row's chain
+        and its end, judged against this row's own expected target; no request, no retry of its
+        own (urlcheck.input.duplicates)."""
+        task.notes.append(f"duplicate_of_row_{of.row}")
+        result = self.line(
+            task,
+            of.chain,
+            loop=of.loop,
+            error=of.error,
+            error_message=of.error_message,
+            meta_refresh=of.meta_refresh,
+            retry_after=of.retry_after,
+            proxy=of.proxy,
+        )
+        result.checked_at = of.checked_at  # when the chain was checked
+        return result
+
     def finish(
         self, response_or_request: Response | Request, chain: list[Hop], end: Finish
     ) -> Result:

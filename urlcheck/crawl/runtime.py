@@ -16,9 +16,10 @@ from urlcheck.config.crawlconfig import UrlcheckConfig
 from urlcheck.politeness.backoff import HostBackoff
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping
+    from collections.abc import Awaitable, Callable, Iterable, Mapping
     from pathlib import Path
 
+    from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
@@ -55,7 +56,11 @@ class Runtime:
         # Set by the check spider: how rows become requests and chains lines.
         self.requests: RowRequests | None = None
         # Set by the check spider: the line of a row whose callback raised (None: not a row's).
-        self.row_error: Callable[[Response, BaseException], Result | None] | None = None
+        # The lines of the row whose callback raised (and of its copies; the request of a copy
+        # whose URL only shared a hash), for RowErrorsMiddleware.
+        self.row_error: (
+            Callable[[Response, BaseException], Iterable[Request | Result] | None] | None
+        ) = None
         # Set by the check spider: how a cancel ends the rows in hand (JobControl calls it).
         self.wind_down: Callable[[float], Awaitable[None]] | None = None
         # Set by the check spider in distributed mode (REDIS_URL; docs/distributed.md):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import NamedTuple
 
 
@@ -57,12 +57,23 @@ class HostFeeder:
         self._row_hosts.append(host_id)
         self._remaining += 1
 
-    def finish(self) -> None:
-        """Group the indexed rows by host (a stable counting sort, O(rows), no objects per row)."""
+    def indexed(self) -> tuple[array[int], array[int]]:
+        """The rows added so far and their offsets, in the order added (before :meth:`finish`)."""
+        return self._rows, self._offsets
+
+    def finish(self, leave_out: Container[int] = ()) -> None:
+        """Group the indexed rows by host (a stable counting sort, O(rows), no objects per row),
+        without the rows in ``leave_out`` (rows that share another row's request)."""
         hosts = len(self.hosts)
         counts = array("q", bytes(8 * hosts))
-        for host_id in self._row_hosts:
-            counts[host_id] += 1
+        row_hosts = self._row_hosts
+        if leave_out:
+            for i, row in enumerate(self._rows):
+                if row in leave_out:
+                    row_hosts[i] = -1  # no host: left out
+        for host_id in row_hosts:
+            if host_id >= 0:
+                counts[host_id] += 1
         starts = array("q", bytes(8 * hosts))
         total = 0
         for host_id in range(hosts):
@@ -72,7 +83,9 @@ class HostFeeder:
         rows = array("q", bytes(8 * total))
         offsets = array("q", bytes(8 * total))
         fill = starts
-        for i, host_id in enumerate(self._row_hosts):
+        for i, host_id in enumerate(row_hosts):
+            if host_id < 0:
+                continue
             position = fill[host_id]
             rows[position] = self._rows[i]
             offsets[position] = self._offsets[i]
@@ -80,7 +93,8 @@ class HostFeeder:
         self._rows, self._offsets, self._end = rows, offsets, fill
         self._row_hosts = array("l")
         self._outstanding = array("l", bytes(array("l").itemsize * hosts))
-        self._turn = deque(range(hosts))
+        self._turn = deque(host_id for host_id in range(hosts) if counts[host_id])
+        self._remaining = total
         self._finished = True
 
     def __len__(self) -> int:

@@ -19,7 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from urlcheck.check.result import FINAL_STATUS_RE, LINE_END, ROW_KEY, ROW_RE, VERDICT_RE, read_key
+from urlcheck.check.result import (
+    FINAL_STATUS_RE,
+    LINE_END,
+    ROW_KEY,
+    ROW_RE,
+    STATUS_RE,
+    VERDICT_RE,
+    read_key,
+)
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.files import fsync_dir
 from urlcheck.jobs.nofollow import open_nofollow, truncate
@@ -100,6 +108,10 @@ class ResultsScan:
     dropped_to: Path | None = None  # where dropped lines and torn bytes were saved
 
 
+# (status, final_status, verdict) -> lines: raw bytes as the regexes found them, or read_key's
+# values
+_Keys = defaultdict[tuple[bytes | int | None, bytes | int | None, bytes | str | None], int]
+
 _MAX_LOGGED = 10
 _CHUNK = 1 << 20
 
@@ -155,15 +167,16 @@ def scan_results(
         src = open_nofollow(path, "rb", buffering=_CHUNK)
     except FileNotFoundError:
         return scan
-    # (final_status, verdict) -> lines; raw bytes on the fast path, values from read_key
-    pairs: defaultdict[tuple[bytes | int | None, bytes | str | None], int] = defaultdict(int)
+    # (status, final_status, verdict) -> lines; raw bytes on the fast path, values from read_key
+    keys: _Keys = defaultdict(int)
     writer: _Rewriter | None = None
     side: BinaryIO | None = None
     torn_at: int | None = None
     done = scan.done
     bits = done._bits  # extended in place, so this stays the bitmap
-    row_match, final_search, verdict_search = (
+    row_match, status_search, final_search, verdict_search = (
         ROW_RE.match,
+        STATUS_RE.search,
         FINAL_STATUS_RE.search,
         VERDICT_RE.search,
     )
@@ -183,8 +196,9 @@ def scan_results(
                 # read_key's fast path, inlined: this loop runs once per row of a million-row job.
                 m = row_match(line)
                 if m is not None and line.endswith(LINE_END) and line.rfind(ROW_KEY) == 0:
-                    fm = final_search(line, m.end())
-                    if fm is not None:
+                    sm = status_search(line, m.end())
+                    fm = None if sm is None else final_search(line, sm.end())
+                    if sm is not None and fm is not None:
                         vm = verdict_search(line, fm.end())
                         if vm is not None:
                             row = int(m[1])  # the regex admits no sign and no leading zero
@@ -193,7 +207,7 @@ def scan_results(
                                 mask = 1 << (row & 7)
                                 if not bits[index] & mask:
                                     bits[index] |= mask
-                                    pairs[fm[1], vm[1]] += 1
+                                    keys[sm[1], fm[1], vm[1]] += 1
                                     if writer is not None:
                                         writer.out.write(line)
                                     continue
@@ -205,7 +219,7 @@ def scan_results(
                         drop(line + b"\n")
                     break
                 key = read_key(line)
-                row, final, verdict = key if key is not None else (0, None, None)
+                row, first, final, verdict = key if key is not None else (0, None, None, None)
                 problem = "" if key is not None else "malformed line"
                 duplicate = False
                 if not problem:
@@ -229,7 +243,7 @@ def scan_results(
                 done.reserve(row)
                 nbits = len(bits)
                 bits[row >> 3] |= 1 << (row & 7)
-                pairs[final, verdict] += 1
+                keys[first, final, verdict] += 1
                 if writer is not None:
                     writer.out.write(line)
         if scan.duplicates + scan.malformed > _MAX_LOGGED:
@@ -259,21 +273,22 @@ def scan_results(
             side.close()
         if writer is not None:
             writer.abort()
-    scan.lines = sum(pairs.values())
+    scan.lines = sum(keys.values())
     done._count = scan.lines
-    scan.counts = _counts(pairs)
+    scan.counts = _counts(keys)
     return scan
 
 
-def _counts(pairs: defaultdict[tuple[bytes | int | None, bytes | str | None], int]) -> Counts:
+def _counts(keys: _Keys) -> Counts:
     counts = Counts()
-    for (raw_final, raw_verdict), n in pairs.items():
-        counts.add_status(_final_value(raw_final), n)
+    for (raw_first, raw_final, raw_verdict), n in keys.items():
+        counts.add_first_status(_status_value(raw_first), n)
+        counts.add_status(_status_value(raw_final), n)
         counts.add_verdict(_verdict_value(raw_verdict), n)
     return counts
 
 
-def _final_value(raw: bytes | int | None) -> int | None:
+def _status_value(raw: bytes | int | None) -> int | None:
     if isinstance(raw, bytes):
         return None if raw == b"null" else int(raw)
     return raw
@@ -304,7 +319,7 @@ def read_tail(path: Path | str, start: int = 0) -> Tail:
     newline yet) is left for the next call.
     """
     tail = Tail(start, start)
-    pairs: defaultdict[tuple[bytes | int | None, bytes | str | None], int] = defaultdict(int)
+    keys: _Keys = defaultdict(int)
     try:
         with open_nofollow(path, "rb", buffering=_CHUNK) as src:
             src.seek(start)
@@ -314,11 +329,11 @@ def read_tail(path: Path | str, start: int = 0) -> Tail:
                 tail.end += len(line)
                 key = read_key(line)
                 if key is not None:
-                    pairs[key[1], key[2]] += 1
+                    keys[key.status, key.final_status, key.verdict] += 1
     except FileNotFoundError:
         return tail
-    tail.lines = sum(pairs.values())
-    tail.counts = _counts(pairs)
+    tail.lines = sum(keys.values())
+    tail.counts = _counts(keys)
     return tail
 
 

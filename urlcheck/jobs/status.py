@@ -232,8 +232,11 @@ def format_status(status: JobStatus) -> str:
         lines.append(f"  back-off:      {len(status.backoff_hosts)} host(s): {hosts}")
     elif status.state is JobState.PROCESSING:
         lines.append("  back-off:      none")
-    # meta.json counts each row's final answer (the end of its chain), not its first.
-    lines.append(f"  final answers: {_tally(status.counts.by_status)}")
+    # A row's first answer (a 301: redirected) and its final one (the end of its chain).
+    counts = status.counts
+    first = _tally(counts.by_first_status) if counts.first_counted() else "- (counted next run)"
+    lines.append(f"  first answers: {first}")
+    lines.append(f"  final answers: {_tally(counts.by_status)}")
     lines.append(f"  verdicts:      {_tally(status.counts.by_verdict)}")
     if status.finished_at:
         lines.append(f"  finished:      {status.finished_at} ({status.finish_reason})")

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Self
 from urlcheck.crawl.runtime import runtime
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
@@ -31,10 +33,10 @@ class RowErrorsMiddleware:
 
     def process_spider_exception(
         self, response: Response, exception: Exception
-    ) -> list[Any] | None:
+    ) -> Iterable[Any] | None:
         build = runtime(self.crawler).row_error
-        line = build(response, exception) if build is not None else None
-        if line is None:
+        lines = build(response, exception) if build is not None else None
+        if lines is None:
             return None  # not a row's response: Scrapy logs it as usual
         logger.error(
             "Internal error while handling %s; the row is recorded with internal_error",
@@ -43,4 +45,4 @@ class RowErrorsMiddleware:
         )
         assert self.crawler.stats is not None
         self.crawler.stats.inc_value("urlcheck/internal_errors")
-        return [line]
+        return lines

@@ -220,6 +220,9 @@ async def download(request: Request) -> Response:
     if fmt == "csv":
         stream = iterate_in_threadpool(downloads.csv_rows(job_.results))
         return StreamingResponse(stream, media_type=media, headers=headers)
+    if fmt == "xlsx":
+        stream = iterate_in_threadpool(downloads.xlsx_file(job_.results))
+        return StreamingResponse(stream, media_type=media, headers=headers)
     try:
         body = await run_in_threadpool(
             downloads.report, job_.dir, job_.results, fmt, status["name"]

@@ -1,4 +1,5 @@
-"""A job's results as files to download: CSV, JSON lines, the HTML report, Markdown, JUnit.
+"""A job's results as files to download: CSV, an Excel workbook, JSON lines, the HTML report,
+Markdown, JUnit.
 
 Each is made from results.jsonl up to the end of its last whole line when asked (a running
 job's file keeps growing; the answer's length is fixed). Every download is an attachment; the
@@ -23,6 +24,10 @@ from urlcheck.serve.results import whole_lines
 
 FORMATS = {
     "csv": ("results.csv", "text/csv; charset=utf-8"),
+    "xlsx": (
+        "results.xlsx",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ),
     "jsonl": ("results.jsonl", "application/x-ndjson; charset=utf-8"),
     "html": ("report.html", "text/html; charset=utf-8"),
     "md": ("report.md", "text/markdown; charset=utf-8"),
@@ -94,6 +99,24 @@ def csv_rows(path: Path) -> Iterator[bytes]:
             buffer.seek(0)
             buffer.truncate()
     yield buffer.getvalue().encode("utf-8")
+
+
+def xlsx_file(path: Path) -> Iterator[bytes]:
+    """The results as the crawl's ``-o results.xlsx`` writes them (urlcheck.reports.xlsx),
+    made in a temporary file, then sent in chunks."""
+    import tempfile
+
+    from urlcheck.reports.xlsx import XlsxWriter
+
+    with tempfile.TemporaryFile() as spool:
+        writer = XlsxWriter(spool)
+        for row in _rows(path):
+            if isinstance(row.get("row"), int):
+                writer.add(row)
+        writer.close()
+        spool.seek(0)
+        while chunk := spool.read(1 << 16):
+            yield chunk
 
 
 def report(jobdir: Path, results: Path, fmt: str, title: str) -> bytes:

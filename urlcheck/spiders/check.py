@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -24,7 +24,7 @@ from urlcheck.check.addressguard import is_public
 from urlcheck.check.chain import Answer, ChainRules, Finish, Step, too_long
 from urlcheck.check.hops import Hop, RowTask, hop
 from urlcheck.check.result import Result
-from urlcheck.check.urls import InvalidURL, host_key, normalise_input
+from urlcheck.check.urls import InvalidURL, host_key, normalise_input, without_userinfo
 from urlcheck.config.crawlconfig import resolve_user_agent
 from urlcheck.config.reader import ConfigError
 from urlcheck.crawl import internals
@@ -34,6 +34,7 @@ from urlcheck.crawl.failures import classify_failure
 from urlcheck.crawl.requests import RowRequests, retries_spent
 from urlcheck.crawl.runtime import ClusterRole, Runtime, runtime
 from urlcheck.input.csvfile import CsvSource, InputError, Record
+from urlcheck.input.duplicates import SameURL
 from urlcheck.input.feeder import HostFeeder
 from urlcheck.jobs.errors import JobError
 from urlcheck.jobs.resultsfile import plan_results
@@ -131,6 +132,10 @@ class CheckSpider(Spider):
             ahead_total=config.rows_ahead,
             is_paused=rt.backoff.is_paused,
         )
+        # Rows asking for a URL an earlier row asks for wait for that row's chain. Not in
+        # distributed mode, whose rows are fed to Redis and ended by any process.
+        same = self._same_url = SameURL() if config.same_url_once and rt.feed_rows is None else None
+        self._source = source
         invalid: list[tuple[int, int]] = []
         count = 0
         for record in source.records(skip=done.__contains__):
@@ -141,18 +146,25 @@ class CheckSpider(Spider):
                 invalid.append((record.row, record.offset))
             else:
                 feeder.add(record.row, record.offset, target.host)
+                if same is not None:
+                    same.add(without_userinfo(target.url))
             if count % _INDEX_YIELD_EVERY == 0:
                 await asyncio.sleep(0)  # keep the event loop (signals, timers) responsive
-        feeder.finish()
+        if same is not None:
+            for _ in same.resolve(*feeder.indexed()):
+                await asyncio.sleep(0)
+        feeder.finish(leave_out=same or ())
         rt.total_rows = count + len(done)
         logger.info(
-            "%s: %d rows, %d already done, %d to check across %d hosts (%d invalid)",
+            "%s: %d rows, %d already done, %d to check across %d hosts (%d invalid, "
+            "%d asking for an earlier row's URL: checked with it)",
             self.csv_path,
             rt.total_rows,
             len(done),
             len(feeder),
             len(feeder.hosts),
             len(invalid),
+            0 if same is None else len(same),
         )
         if results.job is not None:
             settings = self.crawler.settings
@@ -178,22 +190,62 @@ class CheckSpider(Spider):
                 idle_checks = idle_checks + 1 if self._nothing_in_flight() else 0
                 if idle_checks >= 2:  # twice, 0.5 s apart: not a request between two steps
                     idle_checks = 0
-                    for line in self._lost_rows():
-                        yield line
+                    for lost in self._lost_rows():
+                        for line in self._with_copies(lost):
+                            yield line
                 continue
             task = self.requests.task(source.read_at(ref.offset, ref.row), ref.host_id)
-            url = task.requested_url
-            assert url is not None
-            if len(url) > self.chain_rules.max_url_length:
-                ledger.fed(task.row)
-                yield self._url_too_long(task, url)
+            for out in self._first_step(task):
+                yield out
+
+    def _first_step(self, task: RowTask) -> Iterator[Request | Result]:
+        """The row's first request; or its line (and its copies') when it is not requested."""
+        url = task.requested_url
+        assert url is not None
+        if len(url) > self.chain_rules.max_url_length:
+            self.ledger.fed(task.row)
+            yield from self._with_copies(self._url_too_long(task, url))
+            return
+        down = self.runtime.backoff.circuit.unavailable(host_key(url))
+        if down is not None:  # given up on: its line at once, without a request
+            self.ledger.fed(task.row)
+            yield from self._with_copies(self._host_unavailable(task, url, down))
+            return
+        yield self.requests.request(task, url, [])
+
+    # --- rows asking for the same URL (urlcheck.input.duplicates) -------------------------------
+
+    _same_url: SameURL | None = None
+    _source: CsvSource
+
+    def _with_copies(self, line: Result) -> Iterator[Request | Result]:
+        """``line``, then the line of each row held as a copy of its URL, one at a time (a
+        million copies are never a million results in memory)."""
+        yield line
+        same = self._same_url
+        if same is None or not same.has_copies(line.row):
+            return
+        stats = self.crawler.stats
+        assert stats is not None
+        for row, offset in same.release(line.row):
+            task = self.requests.task(self._source.read_at(offset, row))
+            if task.requested_url != line.requested_url:  # only its URL's hash was the same
+                yield from self._first_step(task)
                 continue
-            down = rt.backoff.circuit.unavailable(host_key(url))
-            if down is not None:  # given up on: its line at once, without a request
-                ledger.fed(task.row)
-                yield self._host_unavailable(task, url, down)
-                continue
-            yield self.requests.request(task, url, [])
+            self.ledger.fed(row)
+            stats.inc_value("urlcheck/duplicate_rows")
+            yield self.requests.copy_line(task, line)
+
+    def _line(self, line: Result) -> Result | Iterator[Request | Result]:
+        """A row's line as a callback returns it: with its copies' only when it has any."""
+        same = self._same_url
+        if same is not None and same.has_copies(line.row):
+            return self._with_copies(line)
+        return line
+
+    def _wake(self) -> None:
+        if self._room is not None and not self._room.done():
+            self._room.set_result(None)
 
     async def _wait_for_room(self) -> None:
         # Woken when a row finishes; the timeout covers hosts whose back-off ends.
@@ -212,8 +264,7 @@ class CheckSpider(Spider):
         feeder = self.runtime.feeder
         if feeder is not None and task.host_id >= 0:
             feeder.done(task.host_id)
-        if self._room is not None and not self._room.done():
-            self._room.set_result(None)
+        self._wake()
 
     def _invalid_result(self, record: Record) -> Result:
         task = RowTask(record.row, record.url, None, record.expected, record.extra)
@@ -275,15 +326,18 @@ class CheckSpider(Spider):
             lines.append(self.requests.finish(request, chain, end))
         return lines
 
-    def internal_error(self, response: Response, exception: BaseException) -> Result | None:
-        """The line of the row whose callback raised ``exception`` (RowErrorsMiddleware)."""
+    def internal_error(
+        self, response: Response, exception: BaseException
+    ) -> Iterator[Request | Result] | None:
+        """The line of the row whose callback raised ``exception`` (RowErrorsMiddleware), and
+        those of its copies."""
         if m.TASK not in response.meta:
             return None
         chain: list[Hop] = [*response.meta[m.CHAIN]]
         message = f"urlcheck failed on this answer ({type(exception).__name__}: {exception})"
         end = self.chain_rules.on_failure(chain, response.url, "internal_error", message)
         chain[-1]["status"] = response.status
-        return self.requests.finish(response, chain, end)
+        return self._with_copies(self.requests.finish(response, chain, end))
 
     def _line_written(self, item: object) -> None:
         if isinstance(item, Result):
@@ -309,7 +363,7 @@ class CheckSpider(Spider):
 
     # --- one hop ---------------------------------------------------------------------------------
 
-    def parse_hop(self, response: Response) -> Request | Result | None:
+    def parse_hop(self, response: Response) -> Request | Result | Iterator[Request | Result] | None:
         meta = response.meta
         if meta[m.TASK].row in self._closed_rows:
             return None  # a cancel already gave this row its line
@@ -325,9 +379,10 @@ class CheckSpider(Spider):
         )
         chain: list[Hop] = [*meta[m.CHAIN]]
         step = self.chain_rules.on_answer(meta[m.TASK], chain, answer)
-        return self._next(response, chain, step)
+        out = self._next(response, chain, step)
+        return self._line(out) if isinstance(out, Result) else out
 
-    def hop_failed(self, failure: Failure) -> Result | None:
+    def hop_failed(self, failure: Failure) -> Result | Iterator[Request | Result] | None:
         request: Request = failure.request  # type: ignore[attr-defined]
         if request.meta[m.TASK].row in self._closed_rows:
             return None  # a cancel already gave this row its line
@@ -337,9 +392,8 @@ class CheckSpider(Spider):
         except Exception as exc:  # an errback that raised would leave the row without a line
             logger.exception("Internal error classifying %r for %s", failure.value, request.url)
             kind, message = "internal_error", f"urlcheck failed on this error ({exc!r})"
-        return self.requests.finish(
-            request, chain, self.chain_rules.on_failure(chain, request.url, kind, message)
-        )
+        end = self.chain_rules.on_failure(chain, request.url, kind, message)
+        return self._line(self.requests.finish(request, chain, end))
 
     def _next(self, response: Response, chain: list[Hop], step: Step) -> Request | Result:
         if isinstance(step, Finish):
