@@ -135,3 +135,29 @@ def test_a_failure_adds_an_error_hop() -> None:
             "error": "timeout",
         }
     ]
+
+
+def test_a_location_too_long_to_read_keeps_its_status_and_first_characters() -> None:
+    chain: list[Hop] = []
+    rules = ChainRules(max_url_length=16)
+    # the bytes kept end inside a character (é is 2 bytes): the partial character is dropped
+    kept = b"/caf\xc3\xa9" * 8 + b"\xc3"
+    end = rules.on_location_too_long(chain, "http://a.test/", 301, kept, 9999)
+    assert end.error == "url_too_long"
+    assert end.error_message == (
+        "Location of at least 9,999 bytes, over 16 characters (URLCHECK_MAX_URL_LENGTH): "
+        "not requested; its first 16 characters kept"
+    )
+    assert chain == [
+        {
+            "url": "http://a.test/",
+            "status": 301,
+            "location": "/café/café/café/",
+            "ms": None,
+            "kind": None,
+        }
+    ]
+    # bytes that are not UTF-8 are kept byte for byte, as any Location
+    chain = []
+    rules.on_location_too_long(chain, "http://a.test/", 302, b"/caf\xe9/x", 9999)
+    assert chain[0]["location"] == "/caf\xe9/x"

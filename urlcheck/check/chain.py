@@ -6,7 +6,8 @@ The rules, in order: a HEAD answered 405/501 is asked again with GET (the hop is
 recorded); a hop every proxy was blocked on ends the row (``blocked``); a redirect status, or
 any 3xx with a Location, is followed unless the Location is bad (``bad_location``,
 ``unsupported_scheme``), revisits a URL of the chain (``loop``) or would exceed ``max_hops``
-(``too_many_hops``) or is longer than ``max_url_length`` (``url_too_long``, the Location kept);
+(``too_many_hops``) or is longer than ``max_url_length`` (``url_too_long``, the Location kept;
+one too long for the response head to hold keeps its first ``max_url_length`` characters);
 a 3xx without Location is ``bad_location``; a meta refresh on a 2xx page
 is followed only when ``follow_meta_refresh`` is on (it is always reported).
 
@@ -112,6 +113,22 @@ class ChainRules:
         chain.append(hop(url, error=kind))
         return Finish(error=kind, error_message=message)
 
+    def on_location_too_long(
+        self, chain: list[Hop], url: str, status: int, location: bytes, size: int
+    ) -> Finish:
+        """A hop answered ``status`` with a Location of at least ``size`` bytes, too long to
+        read whole; ``location`` holds its first bytes."""
+        kept = _as_sent_prefix(location)[: self.max_url_length]
+        chain.append(hop(url, status=status, location=kept))
+        return Finish(
+            error="url_too_long",
+            error_message=(
+                f"Location of at least {size:,} bytes, over {self.max_url_length:,} characters "
+                f"(URLCHECK_MAX_URL_LENGTH): not requested; its first {len(kept):,} "
+                "characters kept"
+            ),
+        )
+
     def _follow(
         self, chain: list[Hop], entry: Hop, location: bytes | str | None, *, base: str | None = None
     ) -> Step:
@@ -156,6 +173,16 @@ def _as_sent(location: bytes | str | None) -> str | None:
         return location.decode("utf-8")
     except UnicodeDecodeError:
         return location.decode("latin-1")
+
+
+def _as_sent_prefix(location: bytes) -> str:
+    """:func:`_as_sent` for the first bytes of a Location, which may end inside a character."""
+    try:
+        return location.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason != "unexpected end of data":
+            return location.decode("latin-1")
+        return location[: exc.start].decode("utf-8")
 
 
 class Refresh(NamedTuple):

@@ -1,6 +1,7 @@
 """Names for the ways a hop can fail without a response: dns, connect, timeout, tls,
 too_large, connection_lost, blocked_address, host_unavailable, robots_disallowed,
-session_lost, ignored (and ``network`` for anything else), each with a message."""
+session_lost, ignored (and ``network`` for anything else), each with a message; and for an
+answer urlcheck does not take as a response (:mod:`urlcheck.crawl.responsehead`), its own."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from twisted.internet import error as txerror
 from twisted.web.client import ResponseFailed, ResponseNeverReceived
 
 from urlcheck.check.addressguard import BlockedAddressError
+from urlcheck.crawl.responsehead import AnswerError
 from urlcheck.politeness.circuit import HostUnavailableError
 
 if TYPE_CHECKING:
@@ -75,6 +77,8 @@ def _is_tls(exc: BaseException) -> bool:
 
 def classify_exception(exc: BaseException) -> tuple[str, str]:
     """``(kind, message)`` for an exception that ended a download."""
+    if isinstance(exc, AnswerError):
+        return exc.kind, str(exc)
     causes = _causes(exc)
     message = str(exc) or type(exc).__name__
     if any(_is_tls(cause) for cause in causes):

@@ -32,6 +32,7 @@ from urlcheck.crawl import meta as m
 from urlcheck.crawl.addon import distributed
 from urlcheck.crawl.failures import classify_failure
 from urlcheck.crawl.requests import RowRequests, retries_spent
+from urlcheck.crawl.responsehead import LocationTooLongError
 from urlcheck.crawl.runtime import ClusterRole, Runtime, runtime
 from urlcheck.input.csvfile import CsvSource, InputError, Record
 from urlcheck.input.feeder import HostFeeder
@@ -332,6 +333,12 @@ class CheckSpider(Spider):
         if request.meta[m.TASK].row in self._closed_rows:
             return None  # a cancel already gave this row its line
         chain: list[Hop] = [*request.meta[m.CHAIN]]
+        refused = failure.value
+        if isinstance(refused, LocationTooLongError):  # an answer: its status and Location kept
+            end = self.chain_rules.on_location_too_long(
+                chain, request.url, refused.status, refused.location, refused.size
+            )
+            return self.requests.finish(request, chain, end)
         try:
             kind, message = classify_failure(failure)
         except Exception as exc:  # an errback that raised would leave the row without a line

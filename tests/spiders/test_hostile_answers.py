@@ -1,0 +1,93 @@
+"""Real crawls of answers no well-behaved server sends, written byte for byte by a raw server
+(tests/servers/rawhttp.py): each row must end as documented in docs/urls-and-verdicts.md, with
+the server's answer named in words, and without a retry (it is an answer, not a lost
+connection)."""
+
+from __future__ import annotations
+
+import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests.conftest import FAST, crawl, write_csv
+from tests.servers.rawhttp import RawHTTPServer, answer
+
+pytestmark = pytest.mark.crawl
+
+LONG = b"/ok?" + b"a" * 20_000  # over Twisted's 16 KiB line, under the URL limit
+TOO_LONG = b"/ok?" + b"a" * 70_000  # over URLCHECK_MAX_URL_LENGTH, within the head limit
+HUGE = b"/ok?" + b"a" * 10_000_000  # over any head limit
+
+ANSWERS = {
+    "/ok": answer(b"HTTP/1.1 200 OK", body=b"ok"),
+    "/location-20k": answer(b"HTTP/1.1 301 Moved Permanently", b"Location: " + LONG),
+    "/location-70k": answer(b"HTTP/1.1 301 Moved Permanently", b"Location: " + TOO_LONG),
+    "/location-10m": answer(b"HTTP/1.1 301 Moved Permanently", b"Location: " + HUGE),
+    "/header-10m": answer(b"HTTP/1.1 200 OK", b"X-Junk: " + b"j" * 10_000_000),
+}
+
+
+@pytest.fixture(scope="module")
+def server():
+    with RawHTTPServer(ANSWERS, host="127.0.0.7") as srv:
+        yield srv
+
+
+async def check(server, tmp_path, *paths):
+    csv = write_csv(tmp_path / "in.csv", "url\n" + "".join(f"{server.url(p)}\n" for p in paths))
+    server.hits.clear()
+    results, _ = await crawl(csv, tmp_path / "out.jsonl", **FAST)
+    rows = {r["row"]: r for r in results}
+    assert sorted(rows) == list(range(1, len(paths) + 1))
+    for path in paths:
+        assert server.hits[path] == 1, f"{path} was requested {server.hits[path]} times"
+    return [rows[n] for n in range(1, len(paths) + 1)]
+
+
+@deferred_f_from_coro_f
+async def test_long_headers_get_their_documented_results(server, tmp_path):
+    long, too_long, huge, junk = await check(
+        server, tmp_path, "/location-20k", "/location-70k", "/location-10m", "/header-10m"
+    )
+    # over Twisted's 16 KiB line limit, under URLCHECK_MAX_URL_LENGTH: followed
+    assert long["error"] is None and long["final_status"] == 200
+    assert [h["status"] for h in long["chain"]] == [301, 200]
+    assert long["chain"][1]["url"] == server.url(LONG.decode())
+    # over URLCHECK_MAX_URL_LENGTH: url_too_long, not requested, the Location kept
+    assert too_long["error"] == "url_too_long" and too_long["status"] == 301
+    assert too_long["error_message"] == (
+        "URL of 70,026 characters, over 65,536 (URLCHECK_MAX_URL_LENGTH): not requested"
+    )
+    assert too_long["chain"][0]["location"] == server.url(TOO_LONG.decode())
+    assert len(too_long["chain"]) == 1
+    assert set(server.hits) == {
+        "/location-20k",
+        "/location-70k",
+        "/location-10m",
+        "/header-10m",
+        LONG.decode(),
+    }
+    # 10 MB: the same, with the Location's first 65,536 characters
+    assert huge["error"] == "url_too_long" and huge["status"] == 301
+    assert huge["error_message"].startswith("Location of at least ")
+    assert huge["error_message"].endswith(
+        " bytes, over 65,536 characters (URLCHECK_MAX_URL_LENGTH): not requested; "
+        "its first 65,536 characters kept"
+    )
+    assert [h["status"] for h in huge["chain"]] == [301]
+    assert huge["chain"][0]["location"] == HUGE[:65_536].decode()
+    # a 10 MB header of another name: too_large
+    assert junk["error"] == "too_large" and junk["status"] is None
+    assert junk["error_message"] == (
+        "the response headers are larger than 262,144 bytes: not read further "
+        "(browsers refuse such an answer too)"
+    )
+    assert junk["chain"] == [
+        {
+            "url": server.url("/header-10m"),
+            "status": None,
+            "location": None,
+            "ms": None,
+            "kind": None,
+            "error": "too_large",
+        }
+    ]
