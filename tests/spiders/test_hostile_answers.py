@@ -23,6 +23,13 @@ ANSWERS = {
     "/location-70k": answer(b"HTTP/1.1 301 Moved Permanently", b"Location: " + TOO_LONG),
     "/location-10m": answer(b"HTTP/1.1 301 Moved Permanently", b"Location: " + HUGE),
     "/header-10m": answer(b"HTTP/1.1 200 OK", b"X-Junk: " + b"j" * 10_000_000),
+    "/two-locations": answer(
+        b"HTTP/1.1 301 Moved Permanently", b"Location: /for-users", b"location: /for-crawlers"
+    ),
+    "/same-location-twice": answer(
+        b"HTTP/1.1 301 Moved Permanently", b"Location: /ok", b"Location: /ok"
+    ),
+    "/page-two-locations": answer(b"HTTP/1.1 200 OK", b"Location: /a", b"Location: /b", body=b"hi"),
 }
 
 
@@ -91,3 +98,30 @@ async def test_long_headers_get_their_documented_results(server, tmp_path):
             "error": "too_large",
         }
     ]
+
+
+@deferred_f_from_coro_f
+async def test_conflicting_locations_are_refused_as_a_browser_refuses_them(server, tmp_path):
+    two, same, page = await check(
+        server, tmp_path, "/two-locations", "/same-location-twice", "/page-two-locations"
+    )
+    assert two["error"] == "bad_location" and two["status"] == 301
+    assert two["error_message"] == (
+        "2 different Location headers, '/for-users' and '/for-crawlers': not followed "
+        "(a browser refuses such an answer: Chromium's ERR_RESPONSE_HEADERS_MULTIPLE_LOCATION)"
+    )
+    assert two["chain"] == [
+        {
+            "url": server.url("/two-locations"),
+            "status": 301,
+            "location": None,
+            "ms": two["chain"][0]["ms"],
+            "kind": None,
+        }
+    ]
+    assert "/for-users" not in server.hits and "/for-crawlers" not in server.hits
+    # the same value twice is no conflict (as in Chromium)
+    assert same["error"] is None and [h["status"] for h in same["chain"]] == [301, 200]
+    # on any status
+    assert page["error"] == "bad_location" and page["status"] == 200
+    assert page["error_message"].startswith("2 different Location headers, '/a' and '/b': ")

@@ -8,7 +8,9 @@ any 3xx with a Location, is followed unless the Location is bad (``bad_location`
 ``unsupported_scheme``), revisits a URL of the chain (``loop``) or would exceed ``max_hops``
 (``too_many_hops``) or is longer than ``max_url_length`` (``url_too_long``, the Location kept;
 one too long for the response head to hold keeps its first ``max_url_length`` characters);
-a 3xx without Location is ``bad_location``; a meta refresh on a 2xx page
+a 3xx without Location is ``bad_location``; so is an answer with two different Locations (of any
+status, as Chromium refuses it, so a site cannot show urlcheck another target than its users);
+a meta refresh on a 2xx page
 is followed only when ``follow_meta_refresh`` is on (it is always reported).
 
 Locations and meta refresh targets are resolved as browsers resolve them (urlcheck.check.urls); the
@@ -50,6 +52,7 @@ class Answer:
     status: int
     method: str = "GET"
     location: bytes | None = None  # the Location header as sent
+    extra_locations: tuple[bytes, ...] = ()  # the Location headers after the first, as sent
     text: str | None = None  # the (capped) body as text, when it is text
     ms: int | None = None  # latency
     blocked: str | None = None  # set when every proxy tried met a captcha or block
@@ -97,6 +100,10 @@ class ChainRules:
                 error="blocked",
                 error_message=f"{answer.blocked} (status {status}) on every proxy tried",
             )
+        if answer.location is not None and any(
+            other != answer.location for other in answer.extra_locations
+        ):
+            return Finish(error="bad_location", error_message=conflicting_locations(answer))
         if status in REDIRECT_STATUSES or (300 <= status < 400 and answer.location is not None):
             return self._follow(chain, entry, answer.location)
         if 300 <= status < 400:
@@ -157,6 +164,23 @@ class ChainRules:
         if len(target) > self.max_url_length:
             return Finish(error="url_too_long", error_message=too_long(target, self.max_url_length))
         return Follow(target)
+
+
+def conflicting_locations(answer: Answer) -> str:
+    assert answer.location is not None
+    distinct = list(dict.fromkeys((answer.location, *answer.extra_locations)))
+    shown = [f"'{_shortened(_as_sent(value) or '')}'" for value in distinct]
+    listed = ", ".join(shown[:-1]) + " and " + shown[-1]
+    return (
+        f"{len(distinct)} different Location headers, {listed}: not followed (a browser refuses "
+        "such an answer: Chromium's ERR_RESPONSE_HEADERS_MULTIPLE_LOCATION)"
+    )
+
+
+def _shortened(text: str, keep: int = 200) -> str:
+    if len(text) <= keep:
+        return text
+    return f"{text[:keep]}... ({len(text):,} characters)"
 
 
 def too_long(url: str, limit: int) -> str:

@@ -315,11 +315,13 @@ class CheckSpider(Spider):
         if meta[m.TASK].row in self._closed_rows:
             return None  # a cancel already gave this row its line
         latency = meta.get("download_latency")
+        locations = response.headers.getlist(b"Location")
         answer = Answer(
             url=response.url,
             status=response.status,
             method=response.request.method if response.request is not None else "GET",
-            location=response.headers.get(b"Location"),
+            location=locations[0] if locations else None,
+            extra_locations=tuple(locations[1:]),
             text=response.text if isinstance(response, TextResponse) and response.body else None,
             ms=None if latency is None else round(latency * 1000),
             blocked=meta.get(m.BLOCKED),
