@@ -3,13 +3,19 @@ and what it refuses, with which error."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from twisted.internet.error import ConnectionDone
+from twisted.internet.protocol import Protocol
 from twisted.internet.testing import StringTransport
+from twisted.python.failure import Failure
 from twisted.web._newclient import Request as TxRequest
 from twisted.web.http_headers import Headers
 
 from urlcheck.crawl.responsehead import (
     BROWSER_HEAD_LIMIT,
+    BadResponseError,
     HeadTooLargeError,
     LocationTooLongError,
     client_factory,
@@ -17,9 +23,9 @@ from urlcheck.crawl.responsehead import (
 )
 
 
-def answer_to(data: bytes, *, max_url_length: int = 65_536, chunk: int = 65_536):
-    """Feeds ``data`` to a connection of the handler's pool, in chunks as a socket would;
-    returns the response or the error its request ended with."""
+def answer_to(data: bytes, *, max_url_length: int = 65_536, chunk: int = 65_536, close=False):
+    """Feeds ``data`` to a connection of the handler's pool, in chunks as a socket would (then
+    closes it, with ``close``); returns the response or the error its request ended with."""
     factory = client_factory(max_url_length)(lambda protocol: None, "test")
     protocol = factory.buildProtocol(None)
     transport = StringTransport()
@@ -31,6 +37,8 @@ def answer_to(data: bytes, *, max_url_length: int = 65_536, chunk: int = 65_536)
         if outcome:
             break
         protocol.dataReceived(data[start : start + chunk])
+    if close and not outcome:
+        protocol.connectionLost(Failure(ConnectionDone()))
     assert outcome, "the response did not end"
     result = outcome[0]
     reasons = getattr(getattr(result, "value", None), "reasons", None)
@@ -79,3 +87,76 @@ def test_a_head_over_the_limit_is_too_large(head: bytes) -> None:
         "the response headers are larger than 262,144 bytes: not read further "
         "(browsers refuse such an answer too)"
     )
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            b"HTTP/1.1 -301 Moved\r\n\r\n",
+            "the server answered status '-301', which is no HTTP status (three digits, from 100)",
+        ),
+        (
+            b"HTTP/1.1 2000 OK\r\n\r\n",
+            "the server answered status '2000', which is no HTTP status (three digits, from 100)",
+        ),
+        (
+            b"HTTP/1.1 099 Hm\r\n\r\n",
+            "the server answered status '099', which is no HTTP status (three digits, from 100)",
+        ),
+        (b"HTTP/1.1\r\n\r\n", "the server's status line 'HTTP/1.1' has no status code"),
+        (
+            b"ICY 200 OK\r\n\r\n",
+            "the server's answer does not begin with an HTTP status line: it begins "
+            "'ICY 200 OK' (an HTTP/0.9 answer, or not HTTP at all)",
+        ),
+        (
+            b"<html>" + b"x" * 100 + b"\n",
+            "the server's answer does not begin with an HTTP status line: it begins "
+            f"'<html>{'x' * 54}...' (an HTTP/0.9 answer, or not HTTP at all)",
+        ),
+    ],
+)
+def test_an_answer_without_an_http_status_is_a_bad_response(data: bytes, message: str) -> None:
+    error = answer_to(data)
+    assert isinstance(error, BadResponseError) and error.kind == "bad_response"
+    assert str(error) == message
+
+
+def test_a_short_answer_without_a_line_is_told_from_a_cut_status_line() -> None:
+    error = answer_to(b"hello", close=True)
+    assert isinstance(error, BadResponseError) and "it begins 'hello'" in str(error)
+    # the beginning of a status line, then the close: a lost connection
+    for start in (b"HT", b"HTTP/1.", b"HTTP/1.1 20"):
+        assert isinstance(answer_to(start, close=True), ConnectionDone)
+
+
+@pytest.mark.parametrize("line", [b"HTTP/1.1 200 OK", b"HTTP/1.0 404", b"http/1.1 999 Denied"])
+def test_a_status_line_browsers_take_is_taken(line: bytes) -> None:
+    response = answer_to(line + b"\r\nContent-Length: 0\r\n\r\n")
+    assert response.code == int(line.split()[1])
+
+
+def test_a_body_on_a_kept_alive_connection_is_delivered_to_its_end() -> None:
+    pooled: list[object] = []
+    protocol = client_factory(65_536)(pooled.append, "test").buildProtocol(None)
+    protocol.makeConnection(StringTransport())
+    responses: list[Any] = []
+    headers = Headers({b"Host": [b"a.test"]})
+    protocol.request(TxRequest(b"GET", b"/", headers, None, persistent=True)).addBoth(
+        responses.append
+    )
+    protocol.dataReceived(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n")
+    received: list[object] = []
+
+    class Body(Protocol):
+        def dataReceived(self, data: bytes) -> None:
+            received.append(data)
+
+        def connectionLost(self, reason: Failure = None) -> None:
+            received.append(type(reason.value).__name__)
+
+    responses[0].deliverBody(Body())
+    protocol.dataReceived(b"ok")
+    assert received == [b"ok", "ResponseDone"]
+    assert pooled == [protocol]  # back in the pool

@@ -97,8 +97,8 @@ class RawHTTPServer:
             path = parts[1].decode("latin-1") if len(parts) == 3 else ""
             with self._lock:
                 self.hits[path] += 1
-            found = self.answers.get(path) or self.answers.get(path.split("?", 1)[0])
-            conn.sendall(found or answer(b"HTTP/1.1 404 Not Found"))
+            found = self.answers.get(path, self.answers.get(path.split("?", 1)[0]))
+            conn.sendall(answer(b"HTTP/1.1 404 Not Found") if found is None else found)
             conn.shutdown(socket.SHUT_WR)
             # Read until the client closes, so the answer is not cut by a reset.
             while conn.recv(65536):

@@ -30,6 +30,15 @@ ANSWERS = {
         b"HTTP/1.1 301 Moved Permanently", b"Location: /ok", b"Location: /ok"
     ),
     "/page-two-locations": answer(b"HTTP/1.1 200 OK", b"Location: /a", b"Location: /b", body=b"hi"),
+    "/status-negative": answer(b"HTTP/1.1 -301 Moved", b"Location: /ok"),
+    "/status-20-digits": answer(b"HTTP/1.1 30100000000000000000 Moved", b"Location: /ok"),
+    "/status-999": answer(b"HTTP/1.1 999 Request denied"),
+    "/http-0.9": b"<html><body>hello</body></html>\n",
+    "/garbage": b"\x00\x01\x1b[31mSSH-2.0-OpenSSH_9.6\r\n\r\n",
+    "/hello": b"hello",
+    "/nothing": b"",
+    "/cut-head": b"HTTP/1.1 200 OK\r\nContent-Type: text/ht",
+    "/cut-body": b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc",
 }
 
 
@@ -39,10 +48,10 @@ def server():
         yield srv
 
 
-async def check(server, tmp_path, *paths):
+async def check(server, tmp_path, *paths, **settings):
     csv = write_csv(tmp_path / "in.csv", "url\n" + "".join(f"{server.url(p)}\n" for p in paths))
     server.hits.clear()
-    results, _ = await crawl(csv, tmp_path / "out.jsonl", **FAST)
+    results, _ = await crawl(csv, tmp_path / "out.jsonl", **FAST, **settings)
     rows = {r["row"]: r for r in results}
     assert sorted(rows) == list(range(1, len(paths) + 1))
     for path in paths:
@@ -125,3 +134,60 @@ async def test_conflicting_locations_are_refused_as_a_browser_refuses_them(serve
     # on any status
     assert page["error"] == "bad_location" and page["status"] == 200
     assert page["error_message"].startswith("2 different Location headers, '/a' and '/b': ")
+
+
+@deferred_f_from_coro_f
+async def test_answers_that_are_not_http_are_named_in_words(server, tmp_path):
+    rows = await check(
+        server,
+        tmp_path,
+        "/status-negative",
+        "/status-20-digits",
+        "/http-0.9",
+        "/garbage",
+        "/hello",
+        "/status-999",
+    )
+    negative, digits, http09, garbage, hello, linkedin = rows
+    for row in rows[:5]:
+        assert row["error"] == "bad_response" and row["status"] is None
+        assert row["chain"][0]["error"] == "bad_response" and row["final_status"] is None
+    assert negative["error_message"] == (
+        "the server answered status '-301', which is no HTTP status (three digits, from 100)"
+    )
+    assert digits["error_message"] == (
+        "the server answered status '30100000000000000000', which is no HTTP status "
+        "(three digits, from 100)"
+    )
+    assert http09["error_message"] == (
+        "the server's answer does not begin with an HTTP status line: it begins "
+        "'<html><body>hello</body></html>' (an HTTP/0.9 answer, or not HTTP at all)"
+    )
+    assert garbage["error_message"] == (
+        "the server's answer does not begin with an HTTP status line: it begins "
+        "'\\x00\\x01\\x1b[31mSSH-2.0-OpenSSH_9.6' (an HTTP/0.9 answer, or not HTTP at all)"
+    )
+    assert hello["error_message"].startswith(
+        "the server's answer does not begin with an HTTP status line: it begins 'hello' "
+    )
+    # three digits past 599 are a status browsers show (LinkedIn's 999)
+    assert linkedin["error"] is None and linkedin["status"] == 999
+
+
+@deferred_f_from_coro_f
+async def test_a_lost_connection_is_told_in_words(server, tmp_path):
+    nothing, head, body = await check(
+        server,
+        tmp_path,
+        "/nothing",
+        "/cut-head",
+        "/cut-body",
+        RETRY_TIMES=0,
+        URLCHECK_HOST_DOWN_AFTER=0,
+    )
+    assert [r["error"] for r in (nothing, head, body)] == ["connection_lost"] * 3
+    assert nothing["error_message"] == "the server closed the connection before answering"
+    assert head["error_message"] == "the server closed the connection in the middle of its answer"
+    assert body["error_message"] == (
+        "the server closed the connection before the end of the body it announced"
+    )

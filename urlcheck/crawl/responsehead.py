@@ -11,6 +11,10 @@ goes past it ends the hop with an :class:`AnswerError` naming what the server di
 * a Location that does not fit: ``url_too_long``, its status and its first bytes kept;
 * anything else: ``too_large``.
 
+It also refuses, as ``bad_response``, an answer that does not begin with an HTTP status line
+(an HTTP/0.9 answer, or no HTTP at all: Twisted's ``ParseError`` read as a lost connection) and
+a status code that is not three digits (``-301``, 20 digits: Twisted took any integer).
+
 An :class:`AnswerError` is the server's answer, not a network failure: the download handler
 raises it as it is, so Scrapy's retry (which retries lost connections) leaves it alone.
 
@@ -21,6 +25,7 @@ to those private classes is in this module.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from scrapy.core.downloader.handlers.http11 import (
@@ -28,7 +33,10 @@ from scrapy.core.downloader.handlers.http11 import (
     _LenientHTTP11ClientProtocol,
     _LenientHTTPClientParser,
 )
-from twisted.web._newclient import HEADER
+from twisted.python.failure import Failure
+from twisted.web._newclient import HEADER, STATUS
+
+from urlcheck.check.printable import printable
 
 if TYPE_CHECKING:
     from twisted.internet.defer import Deferred
@@ -37,6 +45,13 @@ if TYPE_CHECKING:
     from twisted.web.iweb import IResponse
 
 BROWSER_HEAD_LIMIT = 256 * 1024  # Chromium's limit on a response's headers
+_SHOWN = 60  # characters of a refused status line shown in the message
+# RFC 9112 4: HTTP-version SP status-code SP [reason-phrase]; status-code = 3DIGIT (browsers take
+# 600-999 too: LinkedIn answers 999). The name is case-insensitive (RFC 9112 2.3 says it is
+# not; browsers take "http/1.1" all the same).
+_VERSION = re.compile(rb"HTTP/[0-9]+\.[0-9]+", re.IGNORECASE)
+_VERSION_START = re.compile(rb"H|HT|HTT|HTTP|HTTP/[0-9]*|HTTP/[0-9]+\.[0-9]*", re.IGNORECASE)
+_STATUS_CODE = re.compile(rb"[1-9][0-9][0-9]")
 
 
 def head_limit(max_url_length: int) -> int:
@@ -74,6 +89,40 @@ class LocationTooLongError(AnswerError):
         self.size = size
 
 
+class BadResponseError(AnswerError):
+    kind = "bad_response"
+
+
+def _shown(data: bytes) -> str:
+    """Bytes the server sent, as a person reads them in a message: control characters escaped,
+    and cut to the first few characters."""
+    text = printable(data.decode("utf-8", "replace"))
+    return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}..."
+
+
+def no_status_line(start: bytes) -> BadResponseError:
+    return BadResponseError(
+        f"the server's answer does not begin with an HTTP status line: it begins "
+        f"'{_shown(start)}' (an HTTP/0.9 answer, or not HTTP at all)"
+    )
+
+
+def status_refusal(line: bytes) -> BadResponseError | None:
+    """Why a status line is no HTTP status line, else None."""
+    version, _, rest = line.partition(b" ")
+    if not _VERSION.fullmatch(version):
+        return no_status_line(line)
+    code = rest.split(b" ", 1)[0]
+    if not code:
+        return BadResponseError(f"the server's status line '{_shown(line)}' has no status code")
+    if not _STATUS_CODE.fullmatch(code):
+        return BadResponseError(
+            f"the server answered status '{_shown(code)}', which is no HTTP status "
+            "(three digits, from 100)"
+        )
+    return None
+
+
 class BoundedHTTPClientParser(_LenientHTTPClientParser):
     """The lenient parser with a limit on the whole head instead of on each line."""
 
@@ -95,8 +144,26 @@ class BoundedHTTPClientParser(_LenientHTTPClientParser):
     def lineLengthExceeded(self, line: bytes) -> None:  # noqa: N802 (Twisted's interface)
         self._refuse(line.split(b"\n", 1)[0])
 
+    def statusReceived(self, status: bytes) -> None:  # noqa: N802 (Twisted's interface)
+        refused = status_refusal(status)
+        if refused is not None:
+            raise refused
+        super().statusReceived(status)  # type: ignore[no-untyped-call]
+
+    def connectionLost(self, reason: Failure | None = None) -> None:  # noqa: N802
+        # A first line cut short by the close is a lost connection, unless it cannot become a
+        # status line (a short HTTP/0.9 answer: "hello" and the close).
+        start = self._buffer.lstrip()
+        # (Twisted passes a Failure, or on a response's end a bare ConnectionDone.)
+        closed = not isinstance(getattr(reason, "value", reason), AnswerError)
+        if closed and self.state == STATUS and start and not _could_begin_status(start):
+            reason = Failure(no_status_line(start))  # type: ignore[no-untyped-call]
+        super().connectionLost(reason)
+
     def _refuse(self, line: bytes) -> NoReturn:
         """Ends the response (HTTP11ClientProtocol gives up on the connection with this)."""
+        if self.state == STATUS:
+            raise status_refusal(line) or HeadTooLargeError(self.head_limit)
         if self.state == HEADER:
             partial: list[bytes] = self._partialHeader or []
             folded = line[:1] in (b" ", b"\t") and partial
@@ -108,6 +175,14 @@ class BoundedHTTPClientParser(_LenientHTTPClientParser):
                     self.response.code, value[: self.location_keep], len(value)
                 )
         raise HeadTooLargeError(self.head_limit)
+
+
+def _could_begin_status(start: bytes) -> bool:
+    """Whether ``start``, the first bytes of an answer, can begin a status line."""
+    version, space, _ = start.partition(b" ")
+    if space:
+        return bool(_VERSION.fullmatch(version))
+    return bool(_VERSION_START.fullmatch(version))
 
 
 class BoundedHTTP11ClientProtocol(_LenientHTTP11ClientProtocol):

@@ -345,7 +345,10 @@ class CheckSpider(Spider):
             kind, message = classify_failure(failure)
         except Exception as exc:  # an errback that raised would leave the row without a line
             logger.exception("Internal error classifying %r for %s", failure.value, request.url)
-            kind, message = "internal_error", f"urlcheck failed on this error ({exc!r})"
+            kind, message = (
+                "internal_error",
+                f"urlcheck failed on this error ({type(exc).__name__}: {exc})",
+            )
         return self.requests.finish(
             request, chain, self.chain_rules.on_failure(chain, request.url, kind, message)
         )
