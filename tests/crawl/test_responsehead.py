@@ -131,10 +131,13 @@ def test_a_short_answer_without_a_line_is_told_from_a_cut_status_line() -> None:
         assert isinstance(answer_to(start, close=True), ConnectionDone)
 
 
-@pytest.mark.parametrize("line", [b"HTTP/1.1 200 OK", b"HTTP/1.0 404", b"http/1.1 999 Denied"])
+@pytest.mark.parametrize(
+    "line", [b"HTTP/1.1 200 OK", b"HTTP/1.0 404", b"http/1.1 999 Denied", b"HTTP/1.1  301  Moved"]
+)
 def test_a_status_line_browsers_take_is_taken(line: bytes) -> None:
     response = answer_to(line + b"\r\nContent-Length: 0\r\n\r\n")
     assert response.code == int(line.split()[1])
+    assert response.phrase in (b"", b"OK", b"Denied", b"Moved")
 
 
 def test_a_body_on_a_kept_alive_connection_is_delivered_to_its_end() -> None:

@@ -107,20 +107,21 @@ def no_status_line(start: bytes) -> BadResponseError:
     )
 
 
-def status_refusal(line: bytes) -> BadResponseError | None:
-    """Why a status line is no HTTP status line, else None."""
+def read_status_line(line: bytes) -> bytes:
+    """The status line as Twisted reads it (``HTTP/1.1 301 Moved``, spaces between its parts
+    made single, as browsers read them); BadResponseError when it is no HTTP status line."""
     version, _, rest = line.partition(b" ")
     if not _VERSION.fullmatch(version):
-        return no_status_line(line)
-    code = rest.split(b" ", 1)[0]
+        raise no_status_line(line)
+    code, _, phrase = rest.lstrip(b" ").partition(b" ")
     if not code:
-        return BadResponseError(f"the server's status line '{_shown(line)}' has no status code")
+        raise BadResponseError(f"the server's status line '{_shown(line)}' has no status code")
     if not _STATUS_CODE.fullmatch(code):
-        return BadResponseError(
+        raise BadResponseError(
             f"the server answered status '{_shown(code)}', which is no HTTP status "
             "(three digits, from 100)"
         )
-    return None
+    return b" ".join((version, code, phrase.lstrip(b" ")))
 
 
 class BoundedHTTPClientParser(_LenientHTTPClientParser):
@@ -145,10 +146,7 @@ class BoundedHTTPClientParser(_LenientHTTPClientParser):
         self._refuse(line.split(b"\n", 1)[0])
 
     def statusReceived(self, status: bytes) -> None:  # noqa: N802 (Twisted's interface)
-        refused = status_refusal(status)
-        if refused is not None:
-            raise refused
-        super().statusReceived(status)  # type: ignore[no-untyped-call]
+        super().statusReceived(read_status_line(status))  # type: ignore[no-untyped-call]
 
     def connectionLost(self, reason: Failure | None = None) -> None:  # noqa: N802
         # A first line cut short by the close is a lost connection, unless it cannot become a
@@ -163,7 +161,8 @@ class BoundedHTTPClientParser(_LenientHTTPClientParser):
     def _refuse(self, line: bytes) -> NoReturn:
         """Ends the response (HTTP11ClientProtocol gives up on the connection with this)."""
         if self.state == STATUS:
-            raise status_refusal(line) or HeadTooLargeError(self.head_limit)
+            read_status_line(line)  # raises when it is no status line at all
+            raise HeadTooLargeError(self.head_limit)
         if self.state == HEADER:
             partial: list[bytes] = self._partialHeader or []
             folded = line[:1] in (b" ", b"\t") and partial
