@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from urlcheck.clock import ManualClock, parse_utc_iso, utc_compact, utc_iso
+from urlcheck.clock import ManualClock, Reading, boot_id, parse_utc_iso, utc_compact, utc_iso
 
 
 def test_utc_iso_round_trip() -> None:
@@ -33,3 +33,10 @@ def test_a_manual_clock_moves_only_forward() -> None:
     assert clock.advance(2.5) == 12.5 == clock()
     with pytest.raises(ValueError, match="backwards"):
         clock.advance(-1)
+
+
+def test_a_reading_takes_both_clocks_and_names_the_boot() -> None:
+    reading = Reading.now(ManualClock(1_700_000_000.0), ManualClock(42.0))
+    assert (reading.wall, reading.monotonic) == (1_700_000_000.0, 42.0)
+    # Linux names each boot; the id is the same for every process of this boot
+    assert reading.boot == boot_id() and boot_id() is not None and len(boot_id() or "") == 36

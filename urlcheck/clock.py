@@ -1,11 +1,21 @@
 """Time as a value: every time-dependent part of urlcheck takes a clock, so tests move time
-instead of sleeping; and the one way a time is written down (UTC, ISO 8601, a ``Z``)."""
+instead of sleeping; and the one way a time is written down (UTC, ISO 8601, a ``Z``).
+
+Two clocks, for two uses. The wall clock (``time.time``) says *when*, for people; it steps when
+NTP or an administrator sets it. The monotonic clock (``time.monotonic``) says *how long*: it
+never steps, and on Linux it is one clock for every process of a boot, named by the kernel's
+boot id, so an interval measured across processes (a job's silence, docs/jobs.md) holds through
+a wall clock step.
+"""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Literal
 
 Clock = Callable[[], float]  # seconds as a float: time.time, time.monotonic, a ManualClock
@@ -27,6 +37,34 @@ class ManualClock:
             raise ValueError("a clock does not go backwards")
         self.now += seconds
         return self.now
+
+
+_BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+@functools.cache
+def boot_id() -> str | None:
+    """The kernel's id of this boot (Linux), else None: where it is None, monotonic readings
+    are not compared across processes."""
+    try:
+        text = _BOOT_ID.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text or None
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One moment as this process reads both clocks: ``wall`` (seconds since the epoch),
+    ``monotonic`` (seconds, comparable with readings of the same ``boot``)."""
+
+    wall: float
+    monotonic: float
+    boot: str | None
+
+    @classmethod
+    def now(cls, wall: Clock = time.time, monotonic: Clock = time.monotonic) -> Reading:
+        return cls(wall(), monotonic(), boot_id())
 
 
 def utc_iso(seconds: float, timespec: Literal["milliseconds", "auto"] = "milliseconds") -> str:

@@ -135,3 +135,62 @@ def test_a_failure_adds_an_error_hop() -> None:
             "error": "timeout",
         }
     ]
+
+
+def test_a_location_too_long_to_read_keeps_its_status_and_first_characters() -> None:
+    chain: list[Hop] = []
+    rules = ChainRules(max_url_length=16)
+    # the bytes kept end inside a character (é is 2 bytes): the partial character is dropped
+    kept = b"/caf\xc3\xa9" * 8 + b"\xc3"
+    end = rules.on_location_too_long(chain, "http://a.test/", 301, kept, 9999)
+    assert end.error == "url_too_long"
+    assert end.error_message == (
+        "Location of at least 9,999 bytes, over 16 characters (URLCHECK_MAX_URL_LENGTH): "
+        "not requested; its first 16 characters kept"
+    )
+    assert chain == [
+        {
+            "url": "http://a.test/",
+            "status": 301,
+            "location": "/café/café/café/",
+            "ms": None,
+            "kind": None,
+        }
+    ]
+    # bytes that are not UTF-8 are kept byte for byte, as any Location
+    chain = []
+    rules.on_location_too_long(chain, "http://a.test/", 302, b"/caf\xe9/x", 9999)
+    assert chain[0]["location"] == "/caf\xe9/x"
+
+
+def test_two_different_locations_are_a_bad_location_naming_both() -> None:
+    chain: list[Hop] = []
+    answer = Answer("http://a.test/", 301, location=b"/users", extra_locations=(b"/crawlers",))
+    step = ChainRules().on_answer(task(), chain, answer)
+    assert step == Finish(
+        error="bad_location",
+        error_message=(
+            "2 different Location headers, '/users' and '/crawlers': not followed (a browser "
+            "refuses such an answer: Chromium's ERR_RESPONSE_HEADERS_MULTIPLE_LOCATION)"
+        ),
+    )
+    assert chain == [
+        {"url": "http://a.test/", "status": 301, "location": None, "ms": None, "kind": None}
+    ]
+
+
+def test_conflicting_locations_are_refused_on_any_status_and_shown_short() -> None:
+    long = b"/" + b"x" * 300
+    answer = Answer(
+        "http://a.test/", 200, location=b"/a", extra_locations=(b"/a", long, b"/caf\xc3\xa9")
+    )
+    step = ChainRules().on_answer(task(), [], answer)
+    assert isinstance(step, Finish) and step.error == "bad_location"
+    assert step.error_message.startswith(
+        f"3 different Location headers, '/a', '/{'x' * 199}... (301 characters)' and '/café': "
+    )
+
+
+def test_the_same_location_twice_is_followed() -> None:
+    answer = Answer("http://a.test/", 301, location=b"/new", extra_locations=(b"/new",))
+    assert ChainRules().on_answer(task(), [], answer) == Follow("http://a.test/new")

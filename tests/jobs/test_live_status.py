@@ -4,6 +4,7 @@ meta.json was far behind (issue 16 point 2)."""
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import time
@@ -18,6 +19,8 @@ from tests.jobs.crawls import (
     read_results,
 )
 from tests.processes import scrapy_job
+from urlcheck.clock import boot_id
+from urlcheck.jobs import steer
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import JobMeta
 
@@ -55,6 +58,16 @@ def test_meta_follows_the_crawl_and_records_effective_settings(
     assert meta.settings["DOWNLOAD_DELAY"] == 0.05  # -s DOWNLOAD_DELAY=0.05
     assert None not in (meta.settings[name] for name in ("URLCHECK_METHOD", "ROBOTSTXT_OBEY"))
     assert meta.stuck_after == 180.0
+    # The heartbeat's moment on this boot's monotonic clock goes with its wall time ...
+    assert meta.boot_id == boot_id() and meta.last_activity_monotonic is not None
+    assert 0 <= time.monotonic() - meta.last_activity_monotonic < 60
+    # ... so a wall clock stepped 10 minutes forward (NTP, an administrator) in the process
+    # that asks leaves the healthy crawl healthy (issue 22 point 11).
+    out = io.StringIO()
+    steer("status", jobdir, as_json=True, clock=lambda: time.time() + 600, out=out)
+    status = json.loads(out.getvalue())
+    assert status["state"] == "processing" and status["stuck"] is False, status
+    assert status["seconds_since_activity"] < 60
     assert crawl.wait() == ExitCode.FINISHED, crawl.stderr()[-3000:]
     meta = JobMeta.load(jobdir)
     assert meta is not None and meta.done_rows == rows

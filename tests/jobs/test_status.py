@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from urlcheck.clock import utc_iso
+from urlcheck.clock import Reading, utc_iso
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.exitcodes import ExitCode, exit_code_for
 from urlcheck.jobs.files import BackoffHost, JobMeta, JobState
@@ -16,6 +16,7 @@ from urlcheck.jobs.status import (
     derive_status,
     format_duration,
     format_status,
+    seconds_quiet,
 )
 
 NOW = 1_700_000_000.0
@@ -55,6 +56,56 @@ def test_started_at_stands_in_for_a_missing_last_activity() -> None:
     m = meta(JobState.PROCESSING, quiet_for=None)
     m.started_at = utc_iso(NOW - 30)
     assert not derive_status(m, now=NOW).stuck
+
+
+def beating(quiet_for: float) -> JobMeta:
+    """A processing job whose crawl, on boot "boot-a", last showed life ``quiet_for`` seconds
+    before NOW (wall) and monotonic 5,000."""
+    m = meta(JobState.PROCESSING, quiet_for=quiet_for)
+    m.last_activity_monotonic = 5_000.0 - quiet_for
+    m.boot_id = "boot-a"
+    return m
+
+
+def test_a_wall_clock_step_makes_no_healthy_job_stuck() -> None:
+    m = beating(quiet_for=10.0)
+    # the wall clock stepped 10 minutes forward, then an hour back: 10 s of silence all along
+    for step in (600.0, -3600.0):
+        status = derive_status(m, now=Reading(NOW + step, 5_000.0, "boot-a"))
+        assert not status.stuck and status.seconds_since_activity == 10.0
+    # the wall clock alone would say stuck
+    assert derive_status(m, now=NOW + 600.0).stuck
+
+
+def test_a_silent_job_is_stuck_whatever_the_wall_clock_says() -> None:
+    m = beating(quiet_for=10.0)
+    # 200 s of silence on the monotonic clock, though the wall clock went back meanwhile
+    status = derive_status(m, now=Reading(NOW - 3600.0, 5_190.0, "boot-a"))
+    assert status.stuck and status.seconds_since_activity == 200.0
+
+
+def test_the_monotonic_clock_of_another_boot_is_not_compared() -> None:
+    m = beating(quiet_for=10.0)
+    # rebooted (the crawl is gone; monotonic restarted near 0): the wall clock decides
+    assert seconds_quiet(m, Reading(NOW + 300.0, 50.0, "boot-b")) == 310.0
+    assert derive_status(m, now=Reading(NOW + 300.0, 50.0, "boot-b")).stuck
+    # a system without a boot id, and a meta.json of an older urlcheck: the wall clock too
+    assert seconds_quiet(m, Reading(NOW, 5_100.0, None)) == 10.0
+    # a reading ahead of the clock is none of its readings (a meta.json written by hand)
+    assert seconds_quiet(m, Reading(NOW + 300.0, 4_000.0, "boot-a")) == 310.0
+    m.last_activity_monotonic = None
+    assert seconds_quiet(m, Reading(NOW, 5_100.0, "boot-a")) == 10.0
+
+
+def test_meta_keeps_the_heartbeat_s_monotonic_reading_and_boot() -> None:
+    m = beating(quiet_for=1.0)
+    again = JobMeta.from_dict(json.loads(json.dumps(m.to_dict())))
+    assert (again.last_activity_monotonic, again.boot_id) == (4_999.0, "boot-a")
+    assert JobMeta.from_dict({}).last_activity_monotonic is None
+    with pytest.raises(ValueError, match="last_activity_monotonic"):
+        JobMeta.from_dict({"last_activity_monotonic": "soon"})
+    with pytest.raises(ValueError, match="boot_id"):
+        JobMeta.from_dict({"boot_id": 7})
 
 
 def test_progress_figures() -> None:

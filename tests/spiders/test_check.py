@@ -228,6 +228,9 @@ async def test_tls_failure_is_classified(site, tmp_path):
     results, _ = await crawl(csv, tmp_path / "out.jsonl", **FAST, RETRY_TIMES=0)
     [row] = results
     assert row["error"] == "tls" and row["status"] is None
+    # in words (the handshake's reason), not a list of Python reprs
+    assert row["error_message"].startswith("TLS handshake or certificate failed: ")
+    assert "Failure" not in row["error_message"] and "<" not in row["error_message"]
 
 
 @deferred_f_from_coro_f

@@ -6,8 +6,11 @@ The rules, in order: a HEAD answered 405/501 is asked again with GET (the hop is
 recorded); a hop every proxy was blocked on ends the row (``blocked``); a redirect status, or
 any 3xx with a Location, is followed unless the Location is bad (``bad_location``,
 ``unsupported_scheme``), revisits a URL of the chain (``loop``) or would exceed ``max_hops``
-(``too_many_hops``) or is longer than ``max_url_length`` (``url_too_long``, the Location kept);
-a 3xx without Location is ``bad_location``; a meta refresh on a 2xx page
+(``too_many_hops``) or is longer than ``max_url_length`` (``url_too_long``, the Location kept;
+one too long for the response head to hold keeps its first ``max_url_length`` characters);
+a 3xx without Location is ``bad_location``; so is an answer with two different Locations (of any
+status, as Chromium refuses it, so a site cannot show urlcheck another target than its users);
+a meta refresh on a 2xx page
 is followed only when ``follow_meta_refresh`` is on (it is always reported).
 
 Locations and meta refresh targets are resolved as browsers resolve them (urlcheck.check.urls); the
@@ -49,6 +52,7 @@ class Answer:
     status: int
     method: str = "GET"
     location: bytes | None = None  # the Location header as sent
+    extra_locations: tuple[bytes, ...] = ()  # the Location headers after the first, as sent
     text: str | None = None  # the (capped) body as text, when it is text
     ms: int | None = None  # latency
     blocked: str | None = None  # set when every proxy tried met a captcha or block
@@ -96,6 +100,10 @@ class ChainRules:
                 error="blocked",
                 error_message=f"{answer.blocked} (status {status}) on every proxy tried",
             )
+        if answer.location is not None and any(
+            other != answer.location for other in answer.extra_locations
+        ):
+            return Finish(error="bad_location", error_message=conflicting_locations(answer))
         if status in REDIRECT_STATUSES or (300 <= status < 400 and answer.location is not None):
             return self._follow(chain, entry, answer.location)
         if 300 <= status < 400:
@@ -111,6 +119,22 @@ class ChainRules:
         """A hop ended without a response (``kind`` from urlcheck.crawl.failures)."""
         chain.append(hop(url, error=kind))
         return Finish(error=kind, error_message=message)
+
+    def on_location_too_long(
+        self, chain: list[Hop], url: str, status: int, location: bytes, size: int
+    ) -> Finish:
+        """A hop answered ``status`` with a Location of at least ``size`` bytes, too long to
+        read whole; ``location`` holds its first bytes."""
+        kept = _as_sent_prefix(location)[: self.max_url_length]
+        chain.append(hop(url, status=status, location=kept))
+        return Finish(
+            error="url_too_long",
+            error_message=(
+                f"Location of at least {size:,} bytes, over {self.max_url_length:,} characters "
+                f"(URLCHECK_MAX_URL_LENGTH): not requested; its first {len(kept):,} "
+                "characters kept"
+            ),
+        )
 
     def _follow(
         self, chain: list[Hop], entry: Hop, location: bytes | str | None, *, base: str | None = None
@@ -142,6 +166,23 @@ class ChainRules:
         return Follow(target)
 
 
+def conflicting_locations(answer: Answer) -> str:
+    assert answer.location is not None
+    distinct = list(dict.fromkeys((answer.location, *answer.extra_locations)))
+    shown = [f"'{_shortened(_as_sent(value) or '')}'" for value in distinct]
+    listed = ", ".join(shown[:-1]) + " and " + shown[-1]
+    return (
+        f"{len(distinct)} different Location headers, {listed}: not followed (a browser refuses "
+        "such an answer: Chromium's ERR_RESPONSE_HEADERS_MULTIPLE_LOCATION)"
+    )
+
+
+def _shortened(text: str, keep: int = 200) -> str:
+    if len(text) <= keep:
+        return text
+    return f"{text[:keep]}... ({len(text):,} characters)"
+
+
 def too_long(url: str, limit: int) -> str:
     return (
         f"URL of {len(url):,} characters, over {limit:,} (URLCHECK_MAX_URL_LENGTH): not requested"
@@ -156,6 +197,16 @@ def _as_sent(location: bytes | str | None) -> str | None:
         return location.decode("utf-8")
     except UnicodeDecodeError:
         return location.decode("latin-1")
+
+
+def _as_sent_prefix(location: bytes) -> str:
+    """:func:`_as_sent` for the first bytes of a Location, which may end inside a character."""
+    try:
+        return location.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason != "unexpected end of data":
+            return location.decode("latin-1")
+        return location[: exc.start].decode("utf-8")
 
 
 class Refresh(NamedTuple):

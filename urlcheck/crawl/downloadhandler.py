@@ -13,6 +13,9 @@ Through a proxy the proxy resolves the name, so only a URL whose host is an addr
 (``http://169.254.169.254/``, ``http://[::ffff:a9fe:a9fe]/``, ``http://0xa9.0xfe.0xa9.0xfe/``)
 can be refused here; the proxy's own egress rules must do the rest (docs/security.md).
 
+Its connections read a response head with :mod:`urlcheck.crawl.responsehead`'s parser, and an
+answer that parser refuses ends the download with that parser's error, never retried.
+
 Scrapy has no public hook for the endpoint, so this subclasses its private ``_ScrapyAgent``;
 every such access is in this module.
 """
@@ -24,7 +27,7 @@ import logging
 from typing import TYPE_CHECKING, Any, cast
 
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler, _ScrapyAgent
-from scrapy.exceptions import ResponseDataLossError
+from scrapy.exceptions import DownloadFailedError, ResponseDataLossError
 from scrapy.utils._download_handlers import (
     get_dataloss_msg,
     normalize_bind_address,
@@ -43,6 +46,7 @@ from zope.interface import implementer  # type: ignore[import-untyped]
 
 from urlcheck.check.addressguard import AddressPolicy, IPAddress, literal_address
 from urlcheck.crawl import meta as m
+from urlcheck.crawl.responsehead import AnswerError, client_factory
 from urlcheck.crawl.runtime import runtime
 
 if TYPE_CHECKING:
@@ -215,7 +219,9 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        self.policy = runtime(crawler).config.addresses
+        config = runtime(crawler).config
+        self.policy = config.addresses
+        self._pool._factory = client_factory(config.check.max_url_length)
         self._pools: dict[tuple[bool, tuple[str, int] | None], HTTPConnectionPool] = {}
 
     def pool_for(
@@ -232,6 +238,15 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
         return pool
 
     async def download_request(self, request: Request) -> Response:
+        try:
+            return await self._download(request)
+        except DownloadFailedError as exc:
+            refused = _answer_error(exc)
+            if refused is None:
+                raise
+            raise refused from exc
+
+    async def _download(self, request: Request) -> Response:
         if not self.policy.enabled:
             return await super().download_request(request)
         agent = _GuardedScrapyAgent(
@@ -267,3 +282,13 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
             if timer.active():
                 timer.cancel()
         await super().close()
+
+
+def _answer_error(exc: BaseException) -> AnswerError | None:
+    """The :class:`AnswerError` a failed download ended with (Twisted wraps it in a
+    ``ResponseFailed``, Scrapy that in a ``DownloadFailedError``), else None."""
+    cause = exc.__cause__
+    for reason in getattr(cause, "reasons", ()):
+        if isinstance(reason.value, AnswerError):
+            return reason.value
+    return None

@@ -1,6 +1,7 @@
 """Names for the ways a hop can fail without a response: dns, connect, timeout, tls,
 too_large, connection_lost, blocked_address, host_unavailable, robots_disallowed,
-session_lost, ignored (and ``network`` for anything else), each with a message."""
+session_lost, ignored (and ``network`` for anything else), each with a message; and for an
+answer urlcheck does not take as a response (:mod:`urlcheck.crawl.responsehead`), its own."""
 
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ from scrapy.exceptions import (
     UnsupportedURLSchemeError,
 )
 from twisted.internet import error as txerror
+from twisted.web._newclient import RequestTransmissionFailed
 from twisted.web.client import ResponseFailed, ResponseNeverReceived
 
 from urlcheck.check.addressguard import BlockedAddressError
+from urlcheck.crawl.responsehead import AnswerError
 from urlcheck.politeness.circuit import HostUnavailableError
 
 if TYPE_CHECKING:
@@ -73,12 +76,57 @@ def _is_tls(exc: BaseException) -> bool:
     return module.startswith(("OpenSSL", "ssl", "service_identity")) or "SSL" in type(exc).__name__
 
 
+# When a connection that broke did: what the failure Twisted wraps the reasons in says.
+_WHEN: tuple[tuple[type[BaseException], str], ...] = (
+    (ResponseNeverReceived, "before answering"),
+    (ResponseFailed, "in the middle of its answer"),
+    (RequestTransmissionFailed, "while the request was being sent"),
+)
+
+
+def _in_words(causes: list[BaseException]) -> str | None:
+    """What happened to the connection, for a person: Twisted's failures print as a list of
+    Python reprs (``[<twisted.python.failure.Failure ...>]``)."""
+    if any(isinstance(cause, ResponseDataLossError) for cause in causes):
+        return "the server closed the connection before the end of the body it announced"
+    for cause in causes:
+        for wrapper, when in _WHEN:
+            if isinstance(cause, wrapper):
+                return _broken(when, [reason.value for reason in cause.reasons])  # type: ignore[attr-defined]
+    return None
+
+
+def _broken(when: str, reasons: list[BaseException]) -> str:
+    if any(isinstance(reason, txerror.ConnectionDone) for reason in reasons):
+        return f"the server closed the connection {when}"
+    if any(isinstance(reason, txerror.ConnectionLost) for reason in reasons):
+        return f"the connection was cut {when} (reset, not closed)"
+    details = "; ".join(_one_line(reason) for reason in reasons)
+    return f"the connection failed {when}: {details}"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _tls_words(causes: list[BaseException]) -> str:
+    cause = next(cause for cause in causes if _is_tls(cause))
+    # pyOpenSSL's Error holds [(library, function, reason), ...]: the reasons are the words
+    args = cause.args[0] if len(cause.args) == 1 else None
+    if isinstance(args, list) and args and all(isinstance(a, tuple) for a in args):
+        return ", ".join(str(a[-1]) for a in args)
+    return _one_line(cause)
+
+
 def classify_exception(exc: BaseException) -> tuple[str, str]:
     """``(kind, message)`` for an exception that ended a download."""
+    if isinstance(exc, AnswerError):
+        return exc.kind, str(exc)
     causes = _causes(exc)
-    message = str(exc) or type(exc).__name__
     if any(_is_tls(cause) for cause in causes):
-        return "tls", f"TLS handshake or certificate failed: {message}"
+        return "tls", f"TLS handshake or certificate failed: {_tls_words(causes)}"
+    message = _in_words(causes) or str(exc) or type(exc).__name__
     for cause in causes:
         for types, kind in _BY_TYPE:
             if isinstance(cause, types):

@@ -6,6 +6,11 @@ seconds it reads control.json and acts on a new ``seq``: pause (the engine stops
 from the scheduler; requests in flight finish), resume, or cancel (the spider closes with reason
 ``cancelled``). It writes meta.json when the run opens, on every state change, as a heartbeat
 while there is activity or back-off, and when the spider closes. Reference: docs/jobs.md.
+
+Intervals (the heartbeat, the rate) are measured on the monotonic clock; the wall clock only
+stamps the times written down. ``last_activity_at`` goes with its monotonic reading and the
+boot id (urlcheck.clock), so ``scrapy job status`` and ``scrapy job run`` measure the job's
+silence on the monotonic clock: a wall clock step makes no healthy crawl stuck.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
-from urlcheck.clock import utc_iso
+from urlcheck.clock import boot_id, utc_iso
 from urlcheck.crawl import internals
 from urlcheck.crawl.runtime import runtime
 from urlcheck.jobs.done import read_tail
@@ -78,16 +83,23 @@ def _host_keys(hosts: list[BackoffHost]) -> list[tuple[str, int]]:
 
 class JobControl:
     def __init__(
-        self, crawler: Crawler, jobdir: Path, config: JobControlConfig, *, clock: Clock = time.time
+        self,
+        crawler: Crawler,
+        jobdir: Path,
+        config: JobControlConfig,
+        *,
+        clock: Clock = time.time,
+        monotonic: Clock = time.monotonic,
     ) -> None:
         self.crawler = crawler
         self.jobdir = jobdir
         self.config = config
-        self.clock = clock
+        self.clock = clock  # the wall clock, for the times written down
+        self.monotonic = monotonic  # for intervals: every ``now`` below is its reading
         self.context: JobContext | None = None
         self.meta: JobMeta | None = None
         self.state = JobState.PROCESSING
-        now = clock()
+        now = monotonic()
         self._rate = RunRate(0, now)
         self._heartbeat = Heartbeat(config.heartbeat_interval, now)
         self._task: AsyncioLoopingCall | LoopingCall | None = None
@@ -123,12 +135,12 @@ class JobControl:
         self._task.start(self.config.poll_interval, now=False)
 
     def activity(self) -> None:
-        self._heartbeat.activity(self.clock())
+        self._heartbeat.activity(self.monotonic())
 
     def item_scraped(self) -> None:
         # Counting is done from results.jsonl itself (_catch_up): only the sign of life here.
         self._find_context()
-        self._heartbeat.activity(self.clock())
+        self._heartbeat.activity(self.monotonic())
 
     def spider_closed(self, reason: str) -> None:
         if self._task is not None and self._task.running:
@@ -137,7 +149,7 @@ class JobControl:
         if context is None:
             logger.debug("Spider closed before it set job_context: %s left as it was", self.jobdir)
             return
-        now = self.clock()
+        now = self.monotonic()
         self._catch_up()
         if reason == "cancelled":
             self.state = JobState.CANCELLED
@@ -172,7 +184,7 @@ class JobControl:
     # --- the tick --------------------------------------------------------------------------
 
     def _tick(self) -> None:
-        now = self.clock()
+        now = self.monotonic()
         try:
             self._find_context()
             self._poll_control(now)
@@ -212,7 +224,7 @@ class JobControl:
             context = runtime(self.crawler).job_context
             if context is not None:
                 self.context = context
-                self._open(context, self.clock())
+                self._open(context, self.monotonic())
         return self.context
 
     def _open(self, context: JobContext, now: float) -> None:
@@ -229,8 +241,9 @@ class JobControl:
             logger.warning("Starting %s afresh: %s", self.jobdir, exc)
             meta = None
         self.meta = meta if meta is not None else JobMeta()
-        self.meta.created_at = self.meta.created_at or utc_iso(now)
-        self.meta.started_at = utc_iso(now)
+        wall = self.clock()
+        self.meta.created_at = self.meta.created_at or utc_iso(wall)
+        self.meta.started_at = utc_iso(wall)
         self.meta.finished_at = None
         self.meta.finish_reason = None
         self.state = JobState.PAUSED if self.crawler.engine.paused else JobState.PROCESSING
@@ -264,13 +277,17 @@ class JobControl:
         meta.stuck_after = self.config.stuck_after
         meta.user_agent = context.user_agent
         meta.settings = self._settings()
-        meta.updated_at = utc_iso(now)
-        meta.last_activity_at = utc_iso(self._heartbeat.last_activity)
+        wall = self.clock()
+        meta.updated_at = utc_iso(wall)
+        last_activity = self._heartbeat.last_activity
+        meta.last_activity_at = utc_iso(wall - (now - last_activity))
+        meta.last_activity_monotonic = last_activity
+        meta.boot_id = boot_id()
         meta.rate = self._rate.rate(context.done_rows, now)
         meta.backoff_hosts = hosts
         if closing_reason:
             meta.finish_reason = closing_reason
-            meta.finished_at = utc_iso(now) if self.state.terminal else None
+            meta.finished_at = utc_iso(wall) if self.state.terminal else None
         meta.save(self.jobdir)
         self._heartbeat.wrote(now)
         self._last_write = now

@@ -131,6 +131,10 @@ class JobMeta:
     updated_at: str | None = None
     finished_at: str | None = None
     last_activity_at: str | None = None
+    # The same moment on the monotonic clock of the boot ``boot_id`` names (urlcheck.clock):
+    # how long ago it was holds through a wall clock step.
+    last_activity_monotonic: float | None = None
+    boot_id: str | None = None
     finish_reason: str | None = None
     input_path: str = ""
     input_sha256: str = ""
@@ -157,6 +161,8 @@ class JobMeta:
             "updated_at": self.updated_at,
             "finished_at": self.finished_at,
             "last_activity_at": self.last_activity_at,
+            "last_activity_monotonic": self.last_activity_monotonic,
+            "boot_id": self.boot_id,
             "finish_reason": self.finish_reason,
             "input_path": self.input_path,
             "input_sha256": self.input_sha256,
@@ -187,6 +193,11 @@ class JobMeta:
         counts = data.get("counts", {})
         if not isinstance(counts, Mapping):
             raise ValueError("counts must be an object")
+        monotonic = data.get("last_activity_monotonic")
+        if monotonic is not None and (
+            not isinstance(monotonic, int | float) or isinstance(monotonic, bool)
+        ):
+            raise ValueError("last_activity_monotonic must be a number or null")
         stuck_after = data.get("stuck_after", STUCK_AFTER_DEFAULT)
         if not isinstance(stuck_after, int | float) or isinstance(stuck_after, bool):
             raise ValueError("stuck_after must be a number")
@@ -200,6 +211,8 @@ class JobMeta:
             updated_at=_opt_str(data, "updated_at"),
             finished_at=_opt_str(data, "finished_at"),
             last_activity_at=_opt_str(data, "last_activity_at"),
+            last_activity_monotonic=None if monotonic is None else float(monotonic),
+            boot_id=_opt_str(data, "boot_id"),
             finish_reason=_opt_str(data, "finish_reason"),
             input_path=_opt_str(data, "input_path") or "",
             input_sha256=_opt_str(data, "input_sha256") or "",

@@ -56,7 +56,8 @@ class RunRate:
 class Heartbeat:
     """Writes ``last_activity_at`` at least every ``interval`` seconds while there is activity
     (a request completed, an item was scraped) or a host is in back-off, and never otherwise,
-    so that silence can be told from a long, legitimate wait."""
+    so that silence can be told from a long, legitimate wait. Its times are monotonic clock
+    readings: a wall clock step neither delays a heartbeat nor hurries one."""
 
     def __init__(self, interval: float, now: float) -> None:
         self.interval = interval

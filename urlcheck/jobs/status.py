@@ -6,7 +6,9 @@ results.jsonl holds beyond the offset meta.json recorded, so the status is exact
 ``processing`` but has shown no activity for ``stuck_after`` seconds (meta.json's, from
 ``URLCHECK_JOB_STUCK_AFTER``). The crawl's heartbeat refreshes
 ``last_activity_at`` at least every 30 s while requests complete or a host is in back-off, so a
-long back-off never reads as stuck; a crashed or hung crawl does.
+long back-off never reads as stuck; a crashed or hung crawl does. The silence is measured on the
+monotonic clock when meta.json was written in this boot (:func:`seconds_quiet`), so a wall clock
+step makes no healthy crawl stuck.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from urlcheck.check.printable import printable
-from urlcheck.clock import parse_utc_iso, utc_iso
+from urlcheck.clock import Reading, parse_utc_iso, utc_iso
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.done import read_tail, scan_results
 from urlcheck.jobs.files import RESULTS_FILE, STUCK_AFTER_DEFAULT, BackoffHost, JobMeta, JobState
@@ -144,20 +146,40 @@ def _seconds_since(stamp: str | None, now: float) -> float | None:
         return None
 
 
+def seconds_quiet(meta: JobMeta, now: Reading | float) -> float | None:
+    """Seconds since the job's last sign of life, None when it never showed one.
+
+    Read in the boot that wrote meta.json, the monotonic readings are compared: no wall clock
+    step (NTP, an administrator, a VM resumed) moves them. Otherwise (a reboot, which a running
+    crawl does not survive; another machine; a system without a boot id; a meta.json of an older
+    urlcheck; a plain wall time ``now``) the wall clock times are.
+    """
+    if (
+        isinstance(now, Reading)
+        and now.boot is not None
+        and now.boot == meta.boot_id
+        and meta.last_activity_monotonic is not None
+        and meta.last_activity_monotonic <= now.monotonic  # else not a reading of this clock
+    ):
+        return now.monotonic - meta.last_activity_monotonic
+    wall = now.wall if isinstance(now, Reading) else now
+    return _seconds_since(meta.last_activity_at or meta.started_at or meta.updated_at, wall)
+
+
 def derive_status(
     meta: JobMeta,
     *,
-    now: float,
+    now: Reading | float,
     jobdir: Path | str = "",
     holder_pid: int | None = None,
     stuck_after: float | None = None,
 ) -> JobStatus:
-    """The status shown to users at time ``now`` (seconds since the epoch); ``stuck_after``
-    defaults to the threshold the crawl recorded in meta.json."""
+    """The status shown to users at ``now`` (a :class:`~urlcheck.clock.Reading`, or seconds
+    since the epoch: the wall clock only); ``stuck_after`` defaults to the threshold the crawl
+    recorded in meta.json."""
     if stuck_after is None:
         stuck_after = meta.stuck_after
-    activity = meta.last_activity_at or meta.started_at or meta.updated_at
-    since = _seconds_since(activity, now)
+    since = seconds_quiet(meta, now)
     stuck = meta.state is JobState.PROCESSING and (since is None or since > stuck_after)
     total, done = meta.total_rows, min(meta.done_rows, meta.total_rows or meta.done_rows)
     percent = round(100.0 * done / total, 1) if total else None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from urlcheck.check.printable import printable, printable_json
+from urlcheck.clock import Reading
 from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import CLUSTER_FILE, ControlAction, JobMeta, JobState, write_control
@@ -83,16 +84,22 @@ def load_meta(jobdir: Path) -> JobMeta:
     return meta
 
 
-def read_status(jobdir: Path, now: float) -> JobStatus:
+def read_status(jobdir: Path, now: Reading | float) -> JobStatus:
     """What ``scrapy job status`` says of the job directory itself (not of its fleet)."""
     meta = catch_up(load_meta(jobdir), jobdir)
     return derive_status(meta, now=now, jobdir=jobdir, holder_pid=lock_holder(jobdir))
 
 
 def show_status(
-    jobdir: Path, *, as_json: bool, clock: Clock, out: TextIO, fleet: Fleet | None = None
+    jobdir: Path,
+    *,
+    as_json: bool,
+    clock: Clock,
+    out: TextIO,
+    fleet: Fleet | None = None,
+    monotonic: Clock = time.monotonic,
 ) -> ExitCode:
-    status = read_status(jobdir, clock())
+    status = read_status(jobdir, Reading.now(clock, monotonic))
     cluster = fleet.status() if fleet is not None else None
     if as_json:
         data = status.to_dict()
@@ -197,6 +204,7 @@ def steer(
     *,
     as_json: bool = False,
     clock: Clock = time.time,
+    monotonic: Clock = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     out: TextIO | None = None,
     err: TextIO | None = None,
@@ -212,7 +220,9 @@ def steer(
         refuse_links(jobdir)
         fleet = fleet_for(jobdir) if fleet_for is not None and distributed(jobdir) else None
         if action == "status":
-            return show_status(jobdir, as_json=as_json, clock=clock, out=out, fleet=fleet)
+            return show_status(
+                jobdir, as_json=as_json, clock=clock, out=out, fleet=fleet, monotonic=monotonic
+            )
         return control(
             jobdir, ControlAction(action), clock=clock, sleep=sleep, out=out, fleet=fleet
         )

@@ -6,13 +6,14 @@ start, and a crawl that still meets the lock exits LOCKED, which ends the superv
 supervisors (or a supervisor and a hand-started crawl) never run one job at once. Stuck means
 what ``scrapy job status`` says: ``processing`` with no sign of life for ``stuck_after`` seconds
 (meta.json's, from ``URLCHECK_JOB_STUCK_AFTER``); the crawl is then asked to stop (SIGTERM) and
-killed if it has not after ``stop_grace`` seconds. Scrapy-free; times come from an injectable
-clock and sleep.
+killed if it has not after ``stop_grace`` seconds. The silence is measured as ``status``
+measures it, on the monotonic clock (:func:`urlcheck.jobs.status.seconds_quiet`), and so are the
+supervisor's own waits: a wall clock step stops no healthy crawl. Scrapy-free; times come from
+injectable clocks and sleep.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import signal
 import subprocess
@@ -23,14 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from urlcheck.check.printable import install as install_printable
-from urlcheck.clock import parse_utc_iso
+from urlcheck.clock import Reading
 from urlcheck.jobs.errors import JobError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import JobMeta, JobState
 from urlcheck.jobs.lock import lock_holder
 from urlcheck.jobs.nofollow import LinkedFileError, refuse_links
 from urlcheck.jobs.place import job_for
-from urlcheck.jobs.status import catch_up
+from urlcheck.jobs.status import catch_up, seconds_quiet
 
 logger = logging.getLogger(__name__)
 
@@ -66,12 +67,14 @@ class Supervisor:
         config: SuperviseConfig,
         *,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.jobdir = jobdir
         self.command = list(command)
         self.config = config
-        self.clock = clock
+        self.clock = clock  # the wall clock
+        self.monotonic = monotonic
         self.sleep = sleep
         self.child: subprocess.Popen[bytes] | None = None
         self.stopping = False
@@ -142,7 +145,7 @@ class Supervisor:
         return catch_up(meta) if meta is not None else None
 
     def _run_once(self) -> tuple[int, str]:
-        started = self.clock()
+        started = self.monotonic()
         logger.info("job %s: starting %s", self.jobdir, " ".join(self.command))
         # Its own process group: a Ctrl-C in the terminal reaches the supervisor only, which
         # passes one SIGINT on (two would force an unclean stop).
@@ -152,7 +155,7 @@ class Supervisor:
                 code = child.poll()
                 if code is not None:
                     return code, _describe(code)
-                stuck_for = self._stuck_for(started)
+                stuck_for = self.stuck_for(started)
                 if stuck_for is not None and not self.stopping:
                     self._stop_stuck(child, stuck_for)
                     return child.wait(), f"was stuck (no activity for {stuck_for:.0f} s)"
@@ -160,15 +163,17 @@ class Supervisor:
         finally:
             self.child = None
 
-    def _stuck_for(self, started: float) -> float | None:
+    def stuck_for(self, started: float) -> float | None:
+        """How long the crawl started at ``started`` (a monotonic reading) has been silent, if
+        that makes it stuck, else None."""
         meta = self._meta()
         if meta is None or meta.state is not JobState.PROCESSING:
             return None
-        last = started  # meta.json may still be the previous run's
-        if meta.last_activity_at:
-            with contextlib.suppress(ValueError):
-                last = max(last, parse_utc_iso(meta.last_activity_at))
-        quiet = self.clock() - last
+        now = Reading.now(self.clock, self.monotonic)
+        quiet = now.monotonic - started  # meta.json may still be the previous run's
+        since_activity = seconds_quiet(meta, now)
+        if since_activity is not None:
+            quiet = min(quiet, since_activity)
         return quiet if quiet > meta.stuck_after else None
 
     def _stop_stuck(self, child: subprocess.Popen[bytes], quiet: float) -> None:
@@ -179,8 +184,8 @@ class Supervisor:
             child.pid,
         )
         child.send_signal(signal.SIGTERM)
-        deadline = self.clock() + self.config.stop_grace
-        while child.poll() is None and self.clock() < deadline:
+        deadline = self.monotonic() + self.config.stop_grace
+        while child.poll() is None and self.monotonic() < deadline:
             self.sleep(min(self.config.poll, 0.2))
         if child.poll() is None:
             logger.warning("job %s: the crawl did not stop; killing it", self.jobdir)

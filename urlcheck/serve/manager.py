@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from urlcheck.clock import parse_utc_iso, utc_iso
+from urlcheck.clock import Reading, parse_utc_iso, utc_iso
 from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import (
@@ -356,6 +356,10 @@ class JobManager:
             and record.want in (Want.RUN, Want.RERUN)
         )
 
+    def _reading(self) -> Reading:
+        """Now, for a job's silence: on the monotonic clock when its meta.json is of this boot."""
+        return Reading.now(self.clock, self.monotonic)
+
     def _recover(self, job: Job, now: float) -> None:
         meta = job.meta
         stuck = False
@@ -367,7 +371,7 @@ class JobManager:
             # A crawl just started may find the previous run's last activity in meta.json: it
             # is judged on its own silence only (as the supervisor does).
             own = now - job.holder_since[1] > meta.stuck_after
-            stuck = own and derive_status(catch_up(meta, job.dir), now=self.clock()).stuck
+            stuck = own and derive_status(catch_up(meta, job.dir), now=self._reading()).stuck
         if stuck:
             if job.seen_stuck is None:
                 job.seen_stuck = now
@@ -659,7 +663,7 @@ class JobManager:
         wall = self.clock()
         total = (meta.total_rows if meta else 0) or (record.rows if record else 0)
         done = meta.done_rows if meta else 0
-        status = derive_status(meta, now=wall, holder_pid=job.holder) if meta else None
+        status = derive_status(meta, now=self._reading(), holder_pid=job.holder) if meta else None
         counts = meta.counts.to_dict() if meta else {"status": {}, "verdict": {}}
         view: dict[str, Any] = {
             "id": job.id,

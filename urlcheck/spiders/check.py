@@ -32,6 +32,7 @@ from urlcheck.crawl import meta as m
 from urlcheck.crawl.addon import distributed
 from urlcheck.crawl.failures import classify_failure
 from urlcheck.crawl.requests import RowRequests, retries_spent
+from urlcheck.crawl.responsehead import LocationTooLongError
 from urlcheck.crawl.runtime import ClusterRole, Runtime, runtime
 from urlcheck.input.csvfile import CsvSource, InputError, Record
 from urlcheck.input.duplicates import SameURL
@@ -368,11 +369,13 @@ class CheckSpider(Spider):
         if meta[m.TASK].row in self._closed_rows:
             return None  # a cancel already gave this row its line
         latency = meta.get("download_latency")
+        locations = response.headers.getlist(b"Location")
         answer = Answer(
             url=response.url,
             status=response.status,
             method=response.request.method if response.request is not None else "GET",
-            location=response.headers.get(b"Location"),
+            location=locations[0] if locations else None,
+            extra_locations=tuple(locations[1:]),
             text=response.text if isinstance(response, TextResponse) and response.body else None,
             ms=None if latency is None else round(latency * 1000),
             blocked=meta.get(m.BLOCKED),
@@ -387,11 +390,20 @@ class CheckSpider(Spider):
         if request.meta[m.TASK].row in self._closed_rows:
             return None  # a cancel already gave this row its line
         chain: list[Hop] = [*request.meta[m.CHAIN]]
+        refused = failure.value
+        if isinstance(refused, LocationTooLongError):  # an answer: its status and Location kept
+            end = self.chain_rules.on_location_too_long(
+                chain, request.url, refused.status, refused.location, refused.size
+            )
+            return self._line(self.requests.finish(request, chain, end))
         try:
             kind, message = classify_failure(failure)
         except Exception as exc:  # an errback that raised would leave the row without a line
             logger.exception("Internal error classifying %r for %s", failure.value, request.url)
-            kind, message = "internal_error", f"urlcheck failed on this error ({exc!r})"
+            kind, message = (
+                "internal_error",
+                f"urlcheck failed on this error ({type(exc).__name__}: {exc})",
+            )
         end = self.chain_rules.on_failure(chain, request.url, kind, message)
         return self._line(self.requests.finish(request, chain, end))
 
