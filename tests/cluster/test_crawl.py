@@ -22,10 +22,10 @@ from tests.sitefixture import SiteServer, host_stats
 pytestmark = pytest.mark.crawl
 
 HOSTS = ("127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5")
-# Short leases so a killed process's rows come back within seconds (TTL = 3 + 5 s): 3 s is
-# still 5 times the slowest answer these crawls ask for.
+# Short leases so a killed process's rows come back within seconds (TTL = 2 + 5 s): 2 s is
+# still 3 times the slowest answer these crawls ask for.
 FAST_LEASES = (
-    "DOWNLOAD_TIMEOUT=3",
+    "DOWNLOAD_TIMEOUT=2",
     "URLCHECK_CLUSTER_LEASE_EXTRA=5",
     "URLCHECK_CLUSTER_RENEW_INTERVAL=1",
 )
@@ -176,7 +176,7 @@ def test_coordinator_killed_and_restarted_resumes(
 ) -> None:
     total = 24
     csv = write_rows(site, tmp_path / "urls.csv", "coord", total, slow=0.3)
-    # Short leases: the killed coordinator's rows in flight come back 8 s on, not 30.
+    # Short leases: the killed coordinator's rows in flight come back 7 s on, not 30.
     worker = crawl(tmp_path, "worker", "coord", server.url, settings=FAST_LEASES)
     coord = coordinator(tmp_path, "coord", server.url, csv, settings=FAST_LEASES)
     wait_for(lambda: len(result_rows(tmp_path)) >= 6)

@@ -6,6 +6,7 @@ result file row by row with the CSV: each row exactly once, every line valid JSO
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import time
@@ -31,6 +32,7 @@ from tests.processes import scrapy_job
 from urlcheck.clock import parse_utc_iso
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import Control, JobState
+from urlcheck.jobs.steer import steer
 
 if TYPE_CHECKING:
     from tests.sitefixture import SiteServer
@@ -182,8 +184,10 @@ def test_a_second_process_on_the_job_exits_locked(tmp_path: Path, site: SiteServ
     first.wait_lines(5)
     # Paused, the first crawl keeps the job however slowly the second process starts (under
     # coverage and load, start-up alone can outlast the other rows).
-    paused = scrapy_job("pause", str(jobdir))
-    assert paused.returncode == ExitCode.FINISHED, paused.stderr
+    # (Steered from here: `scrapy job pause` as a process is test_live_pause_status_resume's.)
+    said = io.StringIO()
+    assert steer("pause", jobdir, out=said) == ExitCode.FINISHED
+    assert f"job {jobdir} paused" in said.getvalue()  # confirmed by the crawl
     second = Crawl(csv, jobdir, name="second")
     code = second.wait(timeout=30)
     stderr = second.stderr()
@@ -192,8 +196,7 @@ def test_a_second_process_on_the_job_exits_locked(tmp_path: Path, site: SiteServ
     assert "Spider opened" not in stderr
     assert first.process.poll() is None  # untouched by the refused one, which did not wait
 
-    resumed = scrapy_job("resume", str(jobdir))
-    assert resumed.returncode == ExitCode.FINISHED, resumed.stderr
+    assert steer("resume", jobdir, out=io.StringIO()) == ExitCode.FINISHED
     assert first.wait() == ExitCode.FINISHED, first.stderr()[-3000:]
     assert_exact(jobdir / "results.jsonl", rows)
     assert meta_of(jobdir).state is JobState.DONE
