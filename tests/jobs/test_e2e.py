@@ -212,7 +212,7 @@ def control_time(jobdir: Path) -> float:
 
 
 def test_live_pause_status_resume(tmp_path: Path, site: SiteServer) -> None:
-    rows = 90
+    rows = 60
     csv = make_csv(tmp_path / "in.csv", site, "pause", rows)
     jobdir = tmp_path / "job"
     crawl = Crawl(csv, jobdir)
