@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -401,18 +400,20 @@ def test_markers_past_the_scan_window_are_not_seen() -> None:
     assert detect(403, {}, late.replace(padding, b""), URL).signature == "perimeterx"
 
 
-def test_hostile_bodies_are_classified_quickly() -> None:
-    bodies = [
-        b"<h1 " + b"a" * 250 + b">" + (b"x" * 400 + b"<h2>") * 700,
-        b"<title" + b" " * 300_000,
-        b'cf-error-code">' + b" " * 300_000,
-        (b"<h3>" + b"robot " * 100) * 500,
-    ]
-    start = time.perf_counter()
-    for body in bodies:
+# Bodies built to make a careless pattern backtrack; bench/detection.py times them (0.5 s bound).
+HOSTILE_BODIES = [
+    b"<h1 " + b"a" * 250 + b">" + (b"x" * 400 + b"<h2>") * 700,
+    b"<title" + b" " * 300_000,
+    b'cf-error-code">' + b" " * 300_000,
+    (b"<h3>" + b"robot " * 100) * 500,
+]
+
+
+def test_hostile_bodies_are_classified() -> None:
+    # None of them is a block page: their tags and words are only there to make work.
+    for body in HOSTILE_BODIES:
         for status in (200, 403):
-            detect(status, {}, body, URL)
-    assert time.perf_counter() - start < 0.5
+            assert detect(status, {}, body, URL) == NOT_DETECTED
 
 
 def test_detection_is_falsy_when_nothing_is_found() -> None:

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.crawl
 
 UP, DOWN_503 = "127.0.0.2", "127.0.0.3"
 REFUSED = "127.0.0.4"  # the site does not listen there: connections are refused
-ROWS = 24  # per host given up on
+ROWS = 12  # per host given up on
 # One process's figure: URLCHECK_HOST_DOWN_AFTER (2) rows run all their tries.
 TRIES_503 = 4  # URLCHECK_BACKOFF_RETRIES (3) + 1
 SINGLE_JOB_503_REQUESTS = 2 * TRIES_503

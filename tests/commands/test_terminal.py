@@ -70,14 +70,14 @@ def _on_a_terminal(args: list[str], cwd: Path) -> tuple[int, str, str]:
 def test_a_progress_bar_on_a_terminal_and_the_log_in_the_job(
     site: SiteServer, tmp_path: Path
 ) -> None:
-    _csv(tmp_path, site, "127.0.0.8", 12, "/delay/0.2")
+    _csv(tmp_path, site, "127.0.0.8", 6, "/delay/0.2")
     out = f"r{BIDI}.jsonl"
     code, screen, stdout = _on_a_terminal(
         ["check", "urls.csv", "--jobdir", "job", "--out", out], tmp_path
     )
     assert code == 0, screen[-3000:]
     # The bar, redrawn as rows finish, with the progress line's figures.
-    assert screen.count("\r") >= 3 and "12/12 rows" in screen and "100%" in screen
+    assert screen.count("\r") >= 3 and "6/6 rows" in screen and "100%" in screen
     assert "rows/min" in screen and "hosts: " in screen and "in back-off" in screen
     # Not Scrapy's chatter, not the stats dump, not progress log lines.
     assert "[scrapy" not in screen and "Dumping Scrapy stats" not in screen
@@ -86,8 +86,8 @@ def test_a_progress_bar_on_a_terminal_and_the_log_in_the_job(
     assert "Scrapy 2.19" in log and "Dumping Scrapy stats" in log and "urlcheck summary" in log
     # The summary on stdout, with where the results and the log are, the path escaped.
     lines = stdout.splitlines()
-    assert lines[0] == "urlcheck summary (finished): 12 rows checked"
-    assert "  first status: 2xx 12" in lines
+    assert lines[0] == "urlcheck summary (finished): 6 rows checked"
+    assert "  first status: 2xx 6" in lines
     assert f"results: {tmp_path}/r\\u202e.jsonl" in lines and BIDI not in stdout
     assert f"log:     {tmp_path}/job/crawl.log" in lines
 

@@ -38,7 +38,7 @@ pytestmark = pytest.mark.crawl
 def test_a_run_without_jobdir_is_a_job_and_the_same_command_resumes(
     tmp_path: Path, site: SiteServer
 ) -> None:
-    rows = 80
+    rows = 40
     work = tmp_path / "work"
     work.mkdir()
     csv = make_csv(work / "urls.csv", site, "default", rows)
@@ -47,7 +47,7 @@ def test_a_run_without_jobdir_is_a_job_and_the_same_command_resumes(
     results = jobdir / "results.jsonl"
 
     first = Run(work, "-a", "csv=urls.csv")
-    wait_lines(results, 15, first)
+    wait_lines(results, 10, first)
     first.process.send_signal(signal.SIGINT)
     assert first.wait() == ExitCode.PAUSED, first.stderr()[-3000:]
     meta = JobMeta.load(jobdir)
@@ -82,14 +82,14 @@ def test_a_run_without_jobdir_is_a_job_and_the_same_command_resumes(
 
 
 def test_a_job_resumes_from_its_own_directory_alone(tmp_path: Path, site: SiteServer) -> None:
-    rows = 80
+    rows = 40
     work = tmp_path / "work"
     work.mkdir()
     csv = make_csv(work / "urls.csv", site, "selfcontained", rows)
     original = csv.read_bytes()
     jobdir = work / "job"
     first = Run(work, "-a", "csv=urls.csv", "--jobdir", "job")
-    wait_lines(jobdir / "results.jsonl", 15, first)
+    wait_lines(jobdir / "results.jsonl", 10, first)
     first.process.send_signal(signal.SIGKILL)
     first.wait()
     assert (jobdir / "input.csv").read_bytes() == original

@@ -4,7 +4,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -125,10 +124,8 @@ def test_release_and_reacquire_in_one_process(tmp_path: Path) -> None:
 def test_acquire_waits_out_a_short_probe(tmp_path: Path) -> None:
     holder = start_holder(tmp_path)
     assert holder.stdin is not None
-    started = time.monotonic()
     holder.stdin.close()  # the holder releases now
-    JobLock(tmp_path).acquire(grace=10.0)
-    assert time.monotonic() - started < 10.0
+    JobLock(tmp_path).acquire(grace=10.0)  # raises JobLockedError if the grace ran out
     holder.wait(timeout=30)
     close_pipes(holder)
 

@@ -40,11 +40,13 @@ async def test_a_dead_proxy_comes_back_when_its_process_is_restarted(tmp_path: P
         rows = [site.url(h, f"/delay/0.05?run=revive&i={i}") for i in range(40) for h in SITE_HOSTS]
         csv = write_csv(tmp_path / "in.csv", "url\n" + "".join(f"{u}\n" for u in rows))
         out = tmp_path / "out.jsonl"
-        # Everything at the defaults but the timings, shrunk from minutes to seconds, and a
+        # Everything at the defaults but the timings, shrunk from minutes to seconds (the
+        # hosts' delay too: 40 rows a host last 6 s, time enough to die and come back), and a
         # half-open proxy's first share (so that a short crawl sees it carry traffic); no
         # control URL is configured: the probes go to the crawl's own URLs.
         runner = AsyncCrawlerRunner(
             project_settings(
+                DOWNLOAD_DELAY=0.1,
                 URLCHECK_PROXIES=[p.url for p in proxies] + [f"http://{REVENANT}:{port}"],
                 URLCHECK_PROXY_STICKY="none",
                 URLCHECK_PROXY_STRATEGY="round-robin",  # its turn comes soon, dead or alive

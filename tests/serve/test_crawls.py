@@ -47,7 +47,7 @@ def poll_until(poller: Poller, predicate, what: str, timeout: float = 90.0) -> d
 
 def test_every_row_once_across_polls_pause_resume_and_download(serve, site, tmp_path):
     server: ServeProcess = serve()
-    rows = 60
+    rows = 40
     job_id = server.upload(rows_csv(site, "serve-once", rows))
     poller = Poller(server, job_id)
     poll_until(poller, lambda s: s["done_rows"] >= 8, "8 rows")
@@ -58,7 +58,7 @@ def test_every_row_once_across_polls_pause_resume_and_download(serve, site, tmp_
     results = tmp_path / "jobs" / job_id / "results.jsonl"
     time.sleep(0.5)  # requests in flight when the pause came finish
     size = results.stat().st_size
-    for _ in range(10):
+    for _ in range(6):
         poller.poll()
         time.sleep(0.3)
     assert results.stat().st_size == size  # nothing new while paused
@@ -74,7 +74,7 @@ def test_every_row_once_across_polls_pause_resume_and_download(serve, site, tmp_
 
 def test_cancel_ends_the_job_and_a_rerun_keeps_the_old_results_aside(serve, site, tmp_path):
     server: ServeProcess = serve()
-    rows = 30
+    rows = 16
     job_id = server.upload(rows_csv(site, "serve-cancel", rows, hosts=("127.0.0.4",)))
     poller = Poller(server, job_id)
     poll_until(poller, lambda s: s["done_rows"] >= 4, "4 rows")
@@ -98,11 +98,11 @@ def test_cancel_ends_the_job_and_a_rerun_keeps_the_old_results_aside(serve, site
 def test_a_killed_crawl_and_a_restarted_server_lose_nothing(serve, site, tmp_path):
     settings = ("URLCHECK_SERVE_RECOVER_AFTER=1", "URLCHECK_SERVE_RESTART_DELAY=0.5")
     server: ServeProcess = serve(*settings)
-    rows = 80
+    rows = 50
     job_id = server.upload(rows_csv(site, "serve-kill", rows))
     jobdir = tmp_path / "jobs" / job_id
     poller = Poller(server, job_id)
-    poll_until(poller, lambda s: s["done_rows"] >= 10, "10 rows")
+    poll_until(poller, lambda s: s["done_rows"] >= 8, "8 rows")
     # kill -9 of the crawl and of its supervisor: nothing of the job runs any more.
     crawl = lock_holder(jobdir)
     supervisor = json.loads((jobdir / "serve.json").read_text())["supervisor_pid"]
@@ -115,7 +115,7 @@ def test_a_killed_crawl_and_a_restarted_server_lose_nothing(serve, site, tmp_pat
         "the server to start the job again",
     )
     assert "its crawl is gone" in server.stderr()
-    poll_until(poller, lambda s: s["done_rows"] >= 35, "35 rows")
+    poll_until(poller, lambda s: s["done_rows"] >= 24, "24 rows")
     # The server stops; its crawl does not. The next server adopts it and sees it end.
     running = lock_holder(jobdir)
     server.stop()
@@ -141,19 +141,19 @@ def strict_site(tmp_path_factory):
 
 def test_two_jobs_on_one_host_keep_it_polite(serve, strict_site):
     server: ServeProcess = serve()
-    first = server.upload(rows_csv(strict_site, "polite-a", 16, hosts=("127.0.0.5",)))
+    first = server.upload(rows_csv(strict_site, "polite-a", 8, hosts=("127.0.0.5",)))
     server.wait(first, lambda s: s["state"] == "processing", "the first job to run")
-    second = server.upload(rows_csv(strict_site, "polite-b", 16, hosts=("127.0.0.5",)))
+    second = server.upload(rows_csv(strict_site, "polite-b", 8, hosts=("127.0.0.5",)))
     elsewhere = server.upload(rows_csv(strict_site, "polite-c", 6, hosts=("127.0.0.6",)))
     waiting = server.status(second)
     assert waiting["state"] == "queued" and "127.0.0.5" in waiting["waiting"]
     server.wait(elsewhere, lambda s: s["state"] in ("processing", "done"), "a job on another host")
-    for job_id, rows in ((first, 16), (second, 16), (elsewhere, 6)):
+    for job_id, rows in ((first, 8), (second, 8), (elsewhere, 6)):
         done = server.wait(job_id, lambda s: s["state"] == "done", f"job {job_id}", 120)
         assert done["done_rows"] == rows and done["counts"]["status"]["2xx"] == rows
     log = [e for e in strict_site.log() if "t=polite-" in e["path"]]
     stats = host_stats(log)["127.0.0.5"]
-    assert stats.count == 32 and stats.rejected == 0
+    assert stats.count == 16 and stats.rejected == 0
     assert stats.max_in_flight == 1
     assert stats.min_gap is not None and stats.min_gap >= 0.29, stats.min_gap
 
