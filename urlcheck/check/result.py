@@ -163,6 +163,36 @@ FINAL_STATUS_RE = re.compile(rb', "final_status": (null|[0-9]{1,6})[,}]')
 VERDICT_RE = re.compile(rb', "verdict": (null|"pass"|"fail")[,}]')
 ROW_KEY = b'{"row": '
 LINE_END = b"}\n"
+# ``url`` is a line's second key: matched where ROW_RE ends, its JSON string as written.
+URL_RE = re.compile(rb'url": "((?:[^"\\\n]|\\.)*)", "')
+
+
+def url_hash(url: str) -> int:
+    """What a resume compares a row's URL by (this process's hash of its UTF-8 bytes): the
+    input's cell on one side, a line's ``url`` (:func:`line_url_hash`) on the other."""
+    return hash(url.encode("utf-8", "surrogatepass"))
+
+
+def line_url_hash(raw: bytes) -> int | None:
+    """:func:`url_hash` of a line's ``url`` given as URL_RE's group (JSON-escaped); None when
+    it is not a JSON string. Unescaped only when it holds an escape, which URLs rarely do."""
+    if b"\\" not in raw:
+        return hash(raw)
+    try:
+        url = json.loads(b'"' + raw + b'"')
+    except ValueError:
+        return None
+    return url_hash(url) if isinstance(url, str) else None
+
+
+def slow_line_url_hash(line: bytes) -> int | None:
+    """:func:`url_hash` of the ``url`` of a line read as JSON (a line in another key order)."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    url = data.get("url") if isinstance(data, dict) else None
+    return url_hash(url) if isinstance(url, str) else None
 
 
 class LineKey(NamedTuple):
