@@ -3,21 +3,55 @@ local site, on real files and filesystems (a small tmpfs for a full disk)."""
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
+import subprocess
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.jobs.crawls import SETTINGS, read_results, requested_rows, row_url, write_rows
-from tests.processes import crawl_argv, run
+from tests.jobs.crawls import (
+    SETTINGS,
+    assert_exact,
+    assert_no_duplicates,
+    read_results,
+    requested_rows,
+    row_url,
+    write_rows,
+)
+from tests.processes import crawl_argv, project_env, run
 from urlcheck.jobs.exitcodes import ExitCode
+from urlcheck.jobs.files import JobMeta, JobState
 
 if TYPE_CHECKING:
-    import subprocess
-
     from tests.sitefixture import SiteServer
 
 pytestmark = pytest.mark.crawl
+
+as_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="mounts a filesystem of its own (unshare -m): needs root"
+)
+
+
+def said(stderr: str) -> list[str]:
+    """urlcheck's own one-line messages (Scrapy logs its start before them)."""
+    return [line for line in stderr.splitlines() if line.startswith("urlcheck:")]
+
+
+def in_own_mounts(script: str, timeout: float = 120) -> None:
+    """Run the shell ``script`` in a mount namespace of its own (its mounts vanish with it)."""
+    done = subprocess.run(
+        ["unshare", "-m", "sh", "-ec", script],
+        env=project_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def crawl(csv: Path, jobdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -55,3 +89,142 @@ def test_a_job_pointed_at_another_job_s_results_checks_every_row(
     ]
     [aside] = (tmp_path / "job-a").glob("results.notthisjob-*.jsonl")
     assert aside.read_bytes() == a_lines  # job A's lines, as they were
+
+
+# --- point 8: a full disk ---------------------------------------------------------------------
+
+
+@as_root
+def test_a_full_disk_pauses_the_job_and_the_resume_checks_each_row_left_once(
+    tmp_path: Path, site: SiteServer
+) -> None:
+    """The job on a filesystem with room for some 130 lines of 400: the crawl went on requesting
+    every row and threw the results away (a traceback a row, a torn line, exit 8). Now the first
+    failed write stops it: one line naming the file and the error, no torn line, the job
+    paused, exit WRITE_FAILED; once room is made, the resume requests each row left once and no
+    row done."""
+    rows = 400
+    urls = [row_url(site, "disk", r, "/") for r in range(1, rows + 1)]
+    csv = write_rows(tmp_path / "in.csv", urls)
+    disk, logs = tmp_path / "disk", tmp_path / "logs"
+    disk.mkdir()
+    logs.mkdir()
+    job = disk / "job"
+    crawl = shlex.join(
+        crawl_argv(
+            "-a", f"csv={csv}", "--jobdir", str(job), settings=(*SETTINGS, "DOWNLOAD_DELAY=0")
+        )
+    )
+    in_own_mounts(f"""
+mount -t tmpfs -o size=1m tmpfs {disk}
+head -c {1024 * 1024 - 160 * 1024} /dev/zero > {disk}/filler
+code=0; {crawl} >{logs}/1.out 2>{logs}/1.err || code=$?; echo $code >{logs}/1.code
+date +%s.%N >{logs}/between
+cp -a {job} {tmp_path}/first
+rm {disk}/filler
+code=0; {crawl} >{logs}/2.out 2>{logs}/2.err || code=$?; echo $code >{logs}/2.code
+cp -a {job} {tmp_path}/second
+""")
+    err = (logs / "1.err").read_text()
+    assert int((logs / "1.code").read_text()) == ExitCode.WRITE_FAILED, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    [stop] = [line for line in err.splitlines() if "Could not write" in line]
+    assert f"{job}/results.jsonl: [Errno 28] No space left on device" in stop
+    first = read_results(tmp_path / "first" / "results.jsonl")  # whole lines: none torn
+    written = assert_no_duplicates(first)
+    assert 20 < len(written) < rows // 2
+    meta = JobMeta.load(tmp_path / "first")
+    assert meta is not None and meta.state is JobState.PAUSED, meta
+    between = float((logs / "between").read_text())
+    arrivals = requested_rows(site, "disk")
+    before = Counter(row for t, row in arrivals if t < between)
+    # It stopped at once: only the rows in hand (a few per host) were requested in vain.
+    assert len(before) - len(written) <= 20, (len(before), len(written))
+
+    err = (logs / "2.err").read_text()
+    assert int((logs / "2.code").read_text()) == ExitCode.FINISHED, err[-3000:]
+    assert_exact(tmp_path / "second" / "results.jsonl", rows)
+    after = Counter(row for t, row in arrivals_after(site, between))
+    assert set(after) == set(range(1, rows + 1)) - written
+    assert max(after.values()) == 1
+
+
+def arrivals_after(site: SiteServer, when: float) -> list[tuple[float, int]]:
+    return [(t, row) for t, row in requested_rows(site, "disk") if t >= when]
+
+
+@as_root
+def test_a_results_path_on_a_read_only_filesystem_is_refused_at_start(
+    tmp_path: Path, site: SiteServer
+) -> None:
+    csv = write_rows(tmp_path / "in.csv", [row_url(site, "readonly", 1, "/")])
+    ro, logs = tmp_path / "ro", tmp_path / "logs"
+    ro.mkdir()
+    logs.mkdir()
+    for name, target in (("new", ro / "results.jsonl"), ("old", ro / "old.jsonl")):
+        crawl = shlex.join(
+            crawl_argv(
+                "-a", f"csv={csv}", "-a", f"out={target}", "--jobdir", str(tmp_path / name),
+                settings=SETTINGS,
+            )
+        )
+        in_own_mounts(f"""
+mount -t tmpfs -o size=64k tmpfs {ro}
+echo '{{"row": 1}}' > {ro}/old.jsonl
+mount -o remount,ro {ro}
+code=0; {crawl} >{logs}/{name}.out 2>{logs}/{name}.err || code=$?; echo $code >{logs}/{name}.code
+""")
+        err = (logs / f"{name}.err").read_text()
+        assert int((logs / f"{name}.code").read_text()) == ExitCode.WRITE_FAILED, err[-3000:]
+        assert "Traceback" not in err
+        assert said(err) == [
+            f"urlcheck: cannot write {target}: its filesystem is mounted read-only"
+            + ("" if name == "old" else f" (in {ro})")
+        ]
+    assert requested_rows(site, "readonly") == []
+
+
+# --- point 9: results paths that are not regular files -----------------------------------------
+
+
+@pytest.mark.parametrize("out", ["/dev/full", "/dev/null", "fifo", "directory"])
+def test_a_results_path_that_is_not_a_regular_file_is_refused_at_start(
+    tmp_path: Path, site: SiteServer, out: str
+) -> None:
+    """``-a out=/dev/full`` grew a log to 2.4 GB in 12 s; a FIFO nobody reads blocks forever."""
+    csv = write_rows(tmp_path / "in.csv", [row_url(site, f"notafile-{out}", 1, "/")])
+    path = Path(out) if out.startswith("/") else tmp_path / out
+    if out == "fifo":
+        os.mkfifo(path)
+    elif out == "directory":
+        path.mkdir()
+    done = crawl(csv, tmp_path / "job", "-a", f"out={path}")
+    assert done.returncode == ExitCode.INPUT_ERROR, done.stderr[-3000:]
+    kind = {"fifo": "a pipe (FIFO)", "directory": "a directory"}.get(out, "a character device")
+    assert "Traceback" not in done.stderr
+    assert said(done.stderr) == [
+        f"urlcheck: {path} is {kind}, not a regular file: urlcheck writes results and job files "
+        "only to regular files (name a file, or leave out -a out=)"
+    ]
+    assert requested_rows(site, f"notafile-{out}") == []
+
+
+def test_results_to_stdout_through_a_pipe_are_refused_at_start(
+    tmp_path: Path, site: SiteServer
+) -> None:
+    """``-a out=/dev/stdout | cat`` hung the crawl, deaf to SIGTERM."""
+    csv = write_rows(tmp_path / "in.csv", [row_url(site, "stdout", 1, "/")])
+    argv = crawl_argv("-a", f"csv={csv}", "--jobdir", str(tmp_path / "job"), "-a", "out=/dev/stdout")
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", f"{shlex.join(argv)} | cat"],
+        env=project_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == ExitCode.INPUT_ERROR, done.stderr[-3000:]
+    [line] = said(done.stderr)
+    assert "Traceback" not in done.stderr
+    assert line.startswith("urlcheck: /dev/stdout is ")
+    assert requested_rows(site, "stdout") == []

@@ -39,6 +39,7 @@ from urlcheck.jobs.files import (
 )
 from urlcheck.jobs.nofollow import open_nofollow, refuse_links, replace_temp
 from urlcheck.jobs.owned import row_url_hashes
+from urlcheck.jobs.reserve import make_reserve
 from urlcheck.jobs.recheck import Recheck, rechecked_path, take_out
 
 if TYPE_CHECKING:
@@ -294,6 +295,7 @@ def prepare_job(
     meta.results_bytes = results.stat().st_size if results.exists() else 0
     meta.updated_at = utc_iso(now)
     meta.save(jobdir)
+    make_reserve(jobdir)  # room to write meta.json as paused if the disk fills up
     if fresh:
         logger.info("Job %s: results in %s", jobdir, results)
     else:
