@@ -145,6 +145,7 @@ class JobControl:
         context = self._find_context()
         if context is None:
             logger.debug("Spider closed before it set job_context: %s left as it was", self.jobdir)
+            release_reserve(self.jobdir)
             return
         now = self.clock()
         self._catch_up()
