@@ -23,6 +23,7 @@ from tests.jobs.crawls import (
     write_rows,
 )
 from tests.processes import crawl_argv, project_env, run
+from urlcheck.input.lines import MAX_LINE
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import JobMeta, JobState
 
@@ -228,3 +229,50 @@ def test_results_to_stdout_through_a_pipe_are_refused_at_start(
     assert "Traceback" not in done.stderr
     assert line.startswith("urlcheck: /dev/stdout is ")
     assert requested_rows(site, "stdout") == []
+
+
+# --- point 12: rows that keep their numbers ------------------------------------------------------
+
+
+def test_a_line_over_the_limit_is_a_row_of_its_own(tmp_path: Path, site: SiteServer) -> None:
+    """A physical line over 32 MiB was skipped with a warning and the rows after it renumbered
+    (row 3 written as row 2), so job diff and a resume matched the wrong rows. Now it is row 2,
+    with an ``invalid_row`` line, and row 3 is row 3."""
+    urls = [row_url(site, "long", r, "/") for r in (1, 2, 3)]
+    csv = tmp_path / "in.csv"
+    with csv.open("wb") as out:
+        out.write(f"url,note\n{urls[0]},one\n".encode())
+        out.write(f"{urls[1]}&pad=".encode() + b"x" * (MAX_LINE + 1) + b",two\n")
+        out.write(f"{urls[2]},three\n".encode())
+    done = crawl(csv, tmp_path / "job")
+    assert done.returncode == ExitCode.FINISHED, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    results = {r["row"]: r for r in read_results(tmp_path / "job" / "results.jsonl")}
+    assert sorted(results) == [1, 2, 3]
+    assert (results[1]["url"], results[3]["url"]) == (urls[0], urls[2])
+    assert results[3]["input"] == {"note": "three"} and results[3]["final_status"] == 200
+    long = results[2]
+    assert long["error"] == "invalid_row" and long["url"] == "", long
+    assert long["error_message"].startswith("the line is over the line limit (")
+    assert sorted(row for _, row in requested_rows(site, "long")) == [1, 3]
+    [warning] = [line for line in done.stderr.splitlines() if "over the line limit" in line]
+    assert f"row 2 (byte {len(urls[0]) + 14}): the line is over the line limit" in warning
+
+
+def test_a_csv_through_a_pipe_is_refused_with_one_line(tmp_path: Path, site: SiteServer) -> None:
+    """``-a csv=<(...)`` gave a traceback or hung: the CSV is read more than once."""
+    url = row_url(site, "pipe", 1, "/")
+    argv = crawl_argv("--jobdir", str(tmp_path / "job"), settings=SETTINGS)
+    done = subprocess.run(
+        ["bash", "-c", f"{shlex.join(argv)} -a csv=<(printf 'url\\n{url}\\n')"],
+        env=project_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == ExitCode.INPUT_ERROR, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    [line] = said(done.stderr)
+    assert line.startswith("urlcheck: /dev/fd/") and "is a pipe, not a file" in line, line
+    assert requested_rows(site, "pipe") == []

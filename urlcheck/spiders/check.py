@@ -217,6 +217,11 @@ class CheckSpider(Spider):
 
     def _invalid_result(self, record: Record) -> Result:
         task = RowTask(record.row, record.url, None, record.expected, record.extra)
+        if record.unreadable:  # a line over the limit: the row keeps its number and its line
+            assert record.problem is not None
+            return self.requests.line(
+                task, [], error="invalid_row", error_message=record.problem
+            )
         try:
             normalise_input(record.url)
         except InvalidURL as exc:
