@@ -208,9 +208,7 @@ def test_results_of_another_input_are_set_aside_untouched(
     assert len(job.scan.done) == 0 and not other.exists()
     assert "no line of it is a urlcheck result" in caplog.text
     # The job's own results, torn and with a bad line, are its own: repaired, not set aside.
-    other.write_text(
-        result_line(1) + "junk\n" + result_line(3) + '{"row": 2', encoding="utf-8"
-    )
+    other.write_text(result_line(1) + "junk\n" + result_line(3) + '{"row": 2', encoding="utf-8")
     job = prepare_job(tmp_path / "job", csv, other, clock=clock)
     assert sorted(job.scan.done) == [1, 3] and job.scan.malformed == 1
     assert other.read_text(encoding="utf-8") == result_line(1) + result_line(3)

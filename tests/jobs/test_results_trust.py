@@ -3,7 +3,6 @@ local site, on real files and filesystems (a small tmpfs for a full disk)."""
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
@@ -165,7 +164,12 @@ def test_a_results_path_on_a_read_only_filesystem_is_refused_at_start(
     for name, target in (("new", ro / "results.jsonl"), ("old", ro / "old.jsonl")):
         crawl = shlex.join(
             crawl_argv(
-                "-a", f"csv={csv}", "-a", f"out={target}", "--jobdir", str(tmp_path / name),
+                "-a",
+                f"csv={csv}",
+                "-a",
+                f"out={target}",
+                "--jobdir",
+                str(tmp_path / name),
                 settings=SETTINGS,
             )
         )
@@ -215,7 +219,9 @@ def test_results_to_stdout_through_a_pipe_are_refused_at_start(
 ) -> None:
     """``-a out=/dev/stdout | cat`` hung the crawl, deaf to SIGTERM."""
     csv = write_rows(tmp_path / "in.csv", [row_url(site, "stdout", 1, "/")])
-    argv = crawl_argv("-a", f"csv={csv}", "--jobdir", str(tmp_path / "job"), "-a", "out=/dev/stdout")
+    argv = crawl_argv(
+        "-a", f"csv={csv}", "--jobdir", str(tmp_path / "job"), "-a", "out=/dev/stdout"
+    )
     done = subprocess.run(
         ["bash", "-o", "pipefail", "-c", f"{shlex.join(argv)} | cat"],
         env=project_env(),

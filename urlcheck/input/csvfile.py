@@ -357,12 +357,12 @@ class CsvSource:
                             continue
                         row += 1  # a line over the limit: a row all the same, without cells
                         if skip is None or not skip(row):
-                            problem = too_long(size)
+                            unread = too_long(size)
                             if warn:
                                 logger.warning(
-                                    "%s: row %d (byte %d): %s", self._name, row, start, problem
+                                    "%s: row %d (byte %d): %s", self._name, row, start, unread
                                 )
-                            yield build(row, start, [], problem)
+                            yield build(row, start, [], unread)
                         continue
                     row += 1
                     if skip is not None and skip(row):

@@ -39,8 +39,8 @@ from urlcheck.jobs.files import (
 )
 from urlcheck.jobs.nofollow import open_nofollow, refuse_links, replace_temp
 from urlcheck.jobs.owned import row_url_hashes
-from urlcheck.jobs.reserve import make_reserve
 from urlcheck.jobs.recheck import Recheck, rechecked_path, take_out
+from urlcheck.jobs.reserve import make_reserve
 
 if TYPE_CHECKING:
     from urlcheck.clock import Clock

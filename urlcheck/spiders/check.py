@@ -219,9 +219,7 @@ class CheckSpider(Spider):
         task = RowTask(record.row, record.url, None, record.expected, record.extra)
         if record.unreadable:  # a line over the limit: the row keeps its number and its line
             assert record.problem is not None
-            return self.requests.line(
-                task, [], error="invalid_row", error_message=record.problem
-            )
+            return self.requests.line(task, [], error="invalid_row", error_message=record.problem)
         try:
             normalise_input(record.url)
         except InvalidURL as exc:
