@@ -24,7 +24,7 @@ from urlcheck.check.result import (
     LINE_END,
     ROW_KEY,
     ROW_RE,
-    URL_RE,
+    URL_KEY,
     VERDICT_RE,
     line_url_hash,
     read_key,
@@ -191,13 +191,13 @@ def scan_results(
     torn_at: int | None = None
     done = scan.done
     bits = done._bits  # extended in place, so this stays the bitmap
-    row_match, final_search, verdict_search, url_match = (
+    row_match, final_search, verdict_search = (
         ROW_RE.match,
         FINAL_STATUS_RE.search,
         VERDICT_RE.search,
-        URL_RE.match,
     )
     check_urls = urls is not None
+    nurls, url_skip = len(urls) if urls is not None else 0, len(URL_KEY)
 
     def drop(data: bytes) -> None:
         nonlocal side
@@ -219,12 +219,16 @@ def scan_results(
                         vm = verdict_search(line, fm.end())
                         if vm is not None:
                             row = int(m[1])  # the regex admits no sign and no leading zero
-                            if check_urls:
-                                um = url_match(line, m.end())
-                                scan.foreign = _not_its_row(
-                                    row, line_url_hash(um[1]) if um else None, urls, lineno
+                            if check_urls:  # line_url_hash's fast path, inlined
+                                at = m.end() + url_skip
+                                raw = line[at : line.find(b'"', at)]
+                                found = (
+                                    hash(raw)
+                                    if b"\\" not in raw and line.startswith(URL_KEY, at - url_skip)
+                                    else line_url_hash(line, m.end())
                                 )
-                                if scan.foreign:
+                                if row >= nurls or found != urls[row]:  # type: ignore[index]
+                                    scan.foreign = _not_its_row(row, found, urls, lineno)
                                     break
                             index = row >> 3
                             if index < nbits and 0 < row <= limit:
@@ -246,7 +250,7 @@ def scan_results(
                 row, final, verdict = key if key is not None else (0, None, None)
                 problem = "" if key is not None else "malformed line"
                 if check_urls and key is not None:
-                    scan.foreign = _not_its_row(row, slow_line_url_hash(line), urls, lineno)
+                    scan.foreign = _not_its_row(row, slow_line_url_hash(line), urls, lineno) or None
                     if scan.foreign:
                         break
                 duplicate = False

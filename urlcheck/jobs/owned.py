@@ -24,6 +24,5 @@ def row_url_hashes(csv_path: Path) -> array[int]:
     number (index 0 unused)."""
     hashes = array("q", [0])
     with CsvSource(csv_path) as source:
-        for record in source.records():
-            hashes.append(url_hash(record.url))
+        hashes.extend(map(url_hash, source.urls()))
     return hashes
