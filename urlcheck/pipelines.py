@@ -20,6 +20,7 @@ from scrapy.exceptions import DropItem, NotConfigured
 from urlcheck.check.result import Result
 from urlcheck.crawl.runtime import runtime
 from urlcheck.crawl.writefailure import describe, write_failed
+from urlcheck.jobs.inuse import hold_for_writing
 from urlcheck.jobs.nofollow import open_nofollow
 
 if TYPE_CHECKING:
@@ -42,9 +43,13 @@ class ResultsPipeline:
 
     def _open(self, path: Path) -> BinaryIO:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open_nofollow(path, "ab", buffering=0)  # never through a link
-        self._size = os.fstat(self._file.fileno()).st_size
-        return self._file
+        out = open_nofollow(path, "ab", buffering=0)  # never through a link
+        if not hold_for_writing(out.fileno()):  # another job's crawl writes it (-a out=)
+            out.close()
+            raise OSError(errno.EWOULDBLOCK, "another crawl is writing it")
+        self._file = out
+        self._size = os.fstat(out.fileno()).st_size
+        return out
 
     def process_item(self, item: object) -> object:
         if not isinstance(item, Result):

@@ -14,14 +14,16 @@ import pytest
 
 from tests.jobs.crawls import (
     SETTINGS,
+    Crawl,
     assert_exact,
+    make_csv,
     assert_no_duplicates,
     read_results,
     requested_rows,
     row_url,
     write_rows,
 )
-from tests.processes import crawl_argv, project_env, run
+from tests.processes import crawl_argv, project_env, run, scrapy_job
 from urlcheck.input.lines import MAX_LINE
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import JobMeta, JobState
@@ -89,6 +91,29 @@ def test_a_job_pointed_at_another_job_s_results_checks_every_row(
     ]
     [aside] = (tmp_path / "job-a").glob("results.notthisjob-*.jsonl")
     assert aside.read_bytes() == a_lines  # job A's lines, as they were
+
+
+def test_a_results_file_another_crawl_is_writing_is_refused(
+    tmp_path: Path, site: SiteServer
+) -> None:
+    """Set aside under a running crawl, job A's lines would go on into the renamed file."""
+    rows = 40
+    running = Crawl(make_csv(tmp_path / "a.csv", site, "busy-a", rows), tmp_path / "job-a")
+    running.wait_lines(3)
+    # Paused, the crawl runs on with its results file open, however long the next step takes.
+    assert scrapy_job("pause", tmp_path / "job-a").returncode == 0
+    shared = tmp_path / "job-a" / "results.jsonl"
+    second = write_rows(tmp_path / "b.csv", [row_url(site, "busy-b", 1, "/")])
+    done = crawl(second, tmp_path / "job-b", "-a", f"out={shared}")
+    assert done.returncode == ExitCode.LOCKED, done.stderr[-3000:]
+    assert said(done.stderr) == [
+        f"urlcheck: {shared} is being written by another crawl: two jobs can't share a results "
+        "file (give this one another -a out=, or wait until the other ends)"
+    ]
+    assert scrapy_job("resume", tmp_path / "job-a").returncode == 0
+    assert running.wait() == ExitCode.FINISHED, running.stderr()[-3000:]
+    assert_exact(shared, rows)
+    assert requested_rows(site, "busy-b") == []
 
 
 # --- point 8: a full disk ---------------------------------------------------------------------

@@ -13,6 +13,7 @@ from urlcheck.input.csvfile import CsvSource, InputError
 from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import INPUT_COPY, RESULTS_FILE
+from urlcheck.jobs.inuse import ResultsInUseError, refuse_in_use
 from urlcheck.jobs.lock import JobLock
 from urlcheck.jobs.nofollow import refuse_links
 from urlcheck.jobs.place import default_jobdir
@@ -109,6 +110,7 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
     results = Path(out) if out else (jobdir or Path()) / RESULTS_FILE
     if jobdir is None:
         _check_writable(results)
+        _check_not_in_use(results)
         return None
     settings.set("JOBDIR", str(jobdir), priority="cmdline")
     try:
@@ -130,6 +132,11 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
     except JobError as exc:  # InputMismatchError among them
         lock.release()
         raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
+    try:
+        _check_not_in_use(results)
+    except PreflightError:
+        lock.release()
+        raise
     return lock
 
 
@@ -142,6 +149,14 @@ def _check_writable(results: Path, jobdir: Path | None = None) -> None:
         refuse_unwritable(results)
     except NotWritableError as exc:
         raise PreflightError(str(exc), ExitCode.WRITE_FAILED) from None
+
+
+def _check_not_in_use(results: Path) -> None:
+    """Another job's crawl writing the same results file (urlcheck.jobs.inuse)."""
+    try:
+        refuse_in_use(results)
+    except ResultsInUseError as exc:
+        raise PreflightError(str(exc), ExitCode.LOCKED) from None
 
 
 def _check_coordinator(
