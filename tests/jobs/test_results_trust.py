@@ -179,6 +179,30 @@ def arrivals_after(site: SiteServer, when: float) -> list[tuple[float, int]]:
 
 
 @as_root
+def test_a_disk_too_full_for_the_job_s_copy_of_the_csv_stops_at_once(
+    tmp_path: Path, site: SiteServer
+) -> None:
+    urls = [row_url(site, "nocopy", r, "/") for r in range(1, 3001)]  # ~130 KB
+    csv = write_rows(tmp_path / "in.csv", urls)
+    disk, logs = tmp_path / "disk", tmp_path / "logs"
+    disk.mkdir()
+    logs.mkdir()
+    crawl = shlex.join(
+        crawl_argv("-a", f"csv={csv}", "--jobdir", str(disk / "job"), settings=SETTINGS)
+    )
+    in_own_mounts(f"""
+mount -t tmpfs -o size=64k tmpfs {disk}
+code=0; {crawl} >{logs}/1.out 2>{logs}/1.err || code=$?; echo $code >{logs}/1.code
+""")
+    err = (logs / "1.err").read_text()
+    assert int((logs / "1.code").read_text()) == ExitCode.WRITE_FAILED, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    [stop] = [line for line in err.splitlines() if "Could not write" in line]
+    assert f"{disk}/job/input.csv: [Errno 28] No space left on device" in stop
+    assert requested_rows(site, "nocopy") == []
+
+
+@as_root
 def test_a_results_path_on_a_read_only_filesystem_is_refused_at_start(
     tmp_path: Path, site: SiteServer
 ) -> None:

@@ -132,8 +132,10 @@ def keep_input(jobdir: Path, input_path: Path, checksum: str, *, known: str = ""
         if digest.hexdigest() != checksum:
             raise OSError(f"{input_path} changed while it was being copied into {jobdir}")
         tmp.replace(copy)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno and not exc.filename:  # a write() names none
+            raise OSError(exc.errno, exc.strerror, str(copy)) from exc
         raise
     fsync_dir(jobdir)
     return copy

@@ -33,6 +33,7 @@ from urlcheck.crawl.addon import distributed
 from urlcheck.crawl.failures import classify_failure
 from urlcheck.crawl.requests import RowRequests, retries_spent
 from urlcheck.crawl.runtime import ClusterRole, Runtime, runtime
+from urlcheck.crawl.writefailure import write_failed
 from urlcheck.input.csvfile import CsvSource, InputError, Record
 from urlcheck.input.feeder import HostFeeder
 from urlcheck.jobs.errors import JobError
@@ -124,6 +125,10 @@ class CheckSpider(Spider):
         except (InputError, JobError) as exc:
             logger.error("%s", exc)
             raise CloseSpider("input_error") from None
+        except OSError as exc:  # the job's copy of the CSV, meta.json... on a full disk
+            jobdir = self.crawler.settings.get("JOBDIR") or "."
+            write_failed(self.crawler, Path(exc.filename or jobdir), exc)
+            return
         done = results.done
         config = rt.config.check
         feeder = rt.feeder = HostFeeder(
