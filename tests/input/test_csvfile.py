@@ -423,17 +423,32 @@ def test_nul_after_the_sample_keeps_its_row(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("bom", "codec"), [(b"", "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le")])
-def test_line_over_the_line_limit_is_skipped(
+def test_a_line_over_the_line_limit_is_a_row_that_is_not_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bom: bytes, codec: str
 ) -> None:
+    """It keeps its row number (the rows after it keep theirs: issue 22 point 12), without
+    cells, its problem saying why; read_at finds it again."""
     monkeypatch.setattr("urlcheck.input.lines.MAX_LINE", 5000)
     text = "url,note\nhttps://a.example/,1\n" + "y" * 20_000 + "\r\nhttps://b.example/,2\n"
     data = bom + text.encode(codec)
-    _, records = load(write(tmp_path, data))
+    source, records = load(write(tmp_path, data))
+    unread = records[1]
     assert records == [
         Record(1, at(data, "https://a", codec), "https://a.example/", None, {"note": "1"}),
-        Record(2, at(data, "https://b", codec), "https://b.example/", None, {"note": "2"}),
+        unread,
+        Record(3, at(data, "https://b", codec), "https://b.example/", None, {"note": "2"}),
     ]
+    size = len(("y" * 20_000 + "\r\n").encode(codec))
+    assert (unread.row, unread.offset, unread.url, unread.extra) == (
+        2,
+        at(data, "yyy", codec),
+        "",
+        {"note": ""},
+    )
+    assert unread.unreadable and unread.problem is not None
+    assert unread.problem.startswith(f"the line is over the line limit ({size} bytes")
+    assert not records[0].unreadable
+    assert source.read_at(unread.offset, 2) == unread
 
 
 # --- big files: chunk boundaries against an independent parse ---

@@ -278,3 +278,38 @@ def test_a_large_file_scans_completely(tmp_path: Path) -> None:
     scan = scan_results(path)
     assert len(scan.done) == rows and scan.malformed == 0
     assert scan.counts.by_verdict["pass"] == rows
+
+
+# --- whose lines: each URL against its row's ----------------------------------------------------
+
+
+def _urls(rows: int, tweak: dict[int, str] | None = None) -> list[int]:
+    from urlcheck.check.result import url_hash
+
+    urls = {row: result(row)["url"] for row in range(1, rows + 1)} | (tweak or {})
+    return [0] + [url_hash(urls[row]) for row in range(1, rows + 1)]
+
+
+def test_lines_whose_urls_are_their_rows_are_taken(tmp_path: Path) -> None:
+    # The URLs hold a quote (escaped in JSON) and a non-ASCII letter; row 3's line has its keys
+    # in another order (the slow path reads it).
+    reordered = dict(reversed(list(result(3).items())))
+    path = write(tmp_path / "r.jsonl", line(result(1)), line(result(2)), line(reordered))
+    scan = scan_results(path, repair=False, urls=_urls(4))
+    assert scan.foreign is None and sorted(scan.done) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("which", ["fast", "slow"])
+def test_one_line_with_another_url_makes_the_file_foreign(tmp_path: Path, which: str) -> None:
+    other = result(2, url="http://elsewhere/2")
+    if which == "slow":
+        other = dict(reversed(list(other.items())))
+    path = write(tmp_path / "r.jsonl", line(result(1)), line(other), b"junk\n", b'{"row": 3')
+    before = path.read_bytes()
+    scan = scan_results(path, repair=False, urls=_urls(3))
+    assert scan.foreign == "line 2's URL is not the URL of row 2 in the input"
+    assert len(scan.done) == 0 and scan.lines == 0
+    assert path.read_bytes() == before and not dropped_path(path).exists()
+    assert (
+        scan_results(path, repair=False, urls=_urls(3, {2: "http://elsewhere/2"})).foreign is None
+    )

@@ -17,15 +17,20 @@ def clock() -> float:
     return NOW
 
 
-def result_line(row: int, verdict: str | None = None) -> str:
+# The URL of each row of the ``csv`` fixture: a line counts only with its row's URL.
+URLS = {1: "http://a/", 2: "http://b/", 3: "http://c/"}
+
+
+def result_line(row: int, verdict: str | None = None, url: str | None = None) -> str:
+    url = url if url is not None else URLS.get(row, "http://z/")
     return (
         json.dumps(
             {
                 "row": row,
-                "url": "u",
-                "requested_url": "u",
+                "url": url,
+                "requested_url": url,
                 "status": 200,
-                "final_url": "u",
+                "final_url": url,
                 "final_status": 200,
                 "verdict": verdict,
             }
@@ -160,12 +165,53 @@ def test_results_without_meta_count_as_done(tmp_path: Path, csv: Path) -> None:
     assert (jobdir / META_FILE).exists()
 
 
-def test_max_row_drops_rows_the_csv_does_not_have(tmp_path: Path, csv: Path) -> None:
+def test_a_row_the_csv_does_not_have_sets_the_results_aside(tmp_path: Path, csv: Path) -> None:
     jobdir = tmp_path / "job"
     jobdir.mkdir()
-    (jobdir / "results.jsonl").write_text(result_line(2) + result_line(7), encoding="utf-8")
-    job = prepare_job(jobdir, csv, max_row=3, clock=clock)
-    assert list(job.scan.done) == [2] and job.scan.malformed == 1
+    lines = result_line(2) + result_line(7)
+    (jobdir / "results.jsonl").write_text(lines, encoding="utf-8")
+    job = prepare_job(jobdir, csv, clock=clock)
+    assert len(job.scan.done) == 0 and not (jobdir / "results.jsonl").exists()
+    [aside] = job.archived
+    assert aside.name == "results.notthisjob-20231114T221320Z.jsonl"
+    assert aside.read_text(encoding="utf-8") == lines  # as it was: never rewritten
+
+
+def test_results_of_another_input_are_set_aside_untouched(
+    tmp_path: Path, csv: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 22 point 7: a results path shared with another job (``-a out=``) took that job's
+    rows as done. A line counts only when its URL is its row's URL in this job's CSV; a file
+    with one that is not, or with no result at all, is renamed aside, logged, and never
+    rewritten (not even its torn last line or its malformed lines)."""
+    other = tmp_path / "other.jsonl"
+    lines = (
+        result_line(1)
+        + "not a result\n"
+        + result_line(2, url="http://elsewhere/")
+        + result_line(3)
+        + '{"row": 4'
+    )
+    other.write_bytes(lines.encode())
+    job = prepare_job(tmp_path / "job", csv, other, clock=clock)
+    assert job.fresh and len(job.scan.done) == 0
+    assert not other.exists()
+    [aside] = job.archived
+    assert aside.read_bytes() == lines.encode()
+    assert not (tmp_path / "other.jsonl.dropped").exists()
+    assert "line 3's URL is not the URL of row 2 in the input" in caplog.text
+    meta = JobMeta.load(tmp_path / "job")
+    assert meta is not None and meta.done_rows == 0
+    # A file with no results in it at all (a log, say) is set aside too.
+    other.write_text("hello\nworld\n", encoding="utf-8")
+    job = prepare_job(tmp_path / "job", csv, other, clock=clock)
+    assert len(job.scan.done) == 0 and not other.exists()
+    assert "no line of it is a urlcheck result" in caplog.text
+    # The job's own results, torn and with a bad line, are its own: repaired, not set aside.
+    other.write_text(result_line(1) + "junk\n" + result_line(3) + '{"row": 2', encoding="utf-8")
+    job = prepare_job(tmp_path / "job", csv, other, clock=clock)
+    assert sorted(job.scan.done) == [1, 3] and job.scan.malformed == 1
+    assert other.read_text(encoding="utf-8") == result_line(1) + result_line(3)
 
 
 def test_free_name(tmp_path: Path) -> None:

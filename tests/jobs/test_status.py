@@ -214,6 +214,7 @@ def test_exit_codes_are_distinct_and_fixed() -> None:
         "NOT_RUNNING": 7,
         "ROWS_MISSING": 8,
         "GAVE_UP": 9,
+        "WRITE_FAILED": 10,
     }
 
 

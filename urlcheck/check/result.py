@@ -166,6 +166,48 @@ FINAL_STATUS_RE = re.compile(rb', "final_status": (null|[0-9]{1,6})[,}]')
 VERDICT_RE = re.compile(rb', "verdict": (null|"pass"|"fail")[,}]')
 ROW_KEY = b'{"row": '
 LINE_END = b"}\n"
+# ``url`` is a line's second key, right where ROW_RE ends: its JSON string as written.
+URL_KEY = b'url": "'
+
+
+def url_hash(url: str) -> int:
+    """What a resume compares a row's URL by (this process's hash of its UTF-8 bytes): the
+    input's cell on one side, a line's ``url`` (:func:`line_url_hash`) on the other."""
+    return hash(url.encode("utf-8", "surrogatepass"))
+
+
+def line_url_hash(line: bytes, at: int) -> int | None:
+    """:func:`url_hash` of the ``url`` of ``line``, whose key starts at ``at`` (where ROW_RE's
+    match ends); None when it is not there. Without an escape in it (URLs rarely have one) the
+    bytes between the quotes are the URL's UTF-8, and the first quote after the opening one
+    ends the string; with one, the string is read as JSON."""
+    start = at + len(URL_KEY)
+    if not line.startswith(URL_KEY, at):
+        return None
+    end = line.find(b'"', start)
+    if end < 0:
+        return None
+    raw = line[start:end]
+    if b"\\" not in raw:
+        return hash(raw)
+    try:
+        url, _ = _JSON.raw_decode(line[start - 1 :].decode("utf-8", "surrogatepass"))
+    except ValueError:
+        return None
+    return url_hash(url) if isinstance(url, str) else None
+
+
+_JSON = json.JSONDecoder()
+
+
+def slow_line_url_hash(line: bytes) -> int | None:
+    """:func:`url_hash` of the ``url`` of a line read as JSON (a line in another key order)."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    url = data.get("url") if isinstance(data, dict) else None
+    return url_hash(url) if isinstance(url, str) else None
 
 
 class LineKey(NamedTuple):

@@ -47,6 +47,8 @@ def exit_code(crawler: Crawler) -> ExitCode:
     reason = stats.get("finish_reason")
     if reason == "input_error":
         return ExitCode.INPUT_ERROR
+    if runtime(crawler).write_failure is not None:  # whatever meta.json could still say
+        return ExitCode.WRITE_FAILED
     if stats.get("urlcheck/rows_missing"):  # never silence: a row fed without its line
         return ExitCode.ROWS_MISSING
     role = runtime(crawler).cluster_role

@@ -12,11 +12,13 @@ from urlcheck.crawl.addon import distributed
 from urlcheck.input.csvfile import CsvSource, InputError
 from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
-from urlcheck.jobs.files import INPUT_COPY
+from urlcheck.jobs.files import INPUT_COPY, RESULTS_FILE
+from urlcheck.jobs.inuse import ResultsInUseError, refuse_in_use
 from urlcheck.jobs.lock import JobLock
 from urlcheck.jobs.nofollow import refuse_links
 from urlcheck.jobs.place import default_jobdir
 from urlcheck.jobs.prepare import check_input
+from urlcheck.jobs.writable import NotWritableError, refuse_unwritable
 from urlcheck.proxypool import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -105,7 +107,10 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
         refuse_links(jobdir, *([Path(out)] if out else []))
     except JobError as exc:
         raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
+    results = Path(out) if out else (jobdir or Path()) / RESULTS_FILE
     if jobdir is None:
+        _check_writable(results)
+        _check_not_in_use(results)
         return None
     settings.set("JOBDIR", str(jobdir), priority="cmdline")
     try:
@@ -116,6 +121,7 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
             "another, --no-job runs without one)",
             ExitCode.INPUT_ERROR,
         ) from None
+    _check_writable(results, jobdir)
     lock = JobLock(jobdir)
     try:
         lock.acquire()
@@ -126,7 +132,31 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
     except JobError as exc:  # InputMismatchError among them
         lock.release()
         raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
+    try:
+        _check_not_in_use(results)
+    except PreflightError:
+        lock.release()
+        raise
     return lock
+
+
+def _check_writable(results: Path, jobdir: Path | None = None) -> None:
+    """A results file or a job directory that cannot be written (a read-only filesystem) ends
+    the run before the first row, with the exit code of a failed write."""
+    try:
+        if jobdir is not None:
+            refuse_unwritable(jobdir, directory=True)
+        refuse_unwritable(results)
+    except NotWritableError as exc:
+        raise PreflightError(str(exc), ExitCode.WRITE_FAILED) from None
+
+
+def _check_not_in_use(results: Path) -> None:
+    """Another job's crawl writing the same results file (urlcheck.jobs.inuse)."""
+    try:
+        refuse_in_use(results)
+    except ResultsInUseError as exc:
+        raise PreflightError(str(exc), ExitCode.LOCKED) from None
 
 
 def _check_coordinator(

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from urlcheck.cluster.frontier import JobHost
     from urlcheck.crawl.requests import RowRequests
     from urlcheck.crawl.terminal import Terminal
+    from urlcheck.crawl.writefailure import WriteFailure
     from urlcheck.input.csvfile import CsvSource
     from urlcheck.input.feeder import HostFeeder
     from urlcheck.jobs.context import JobContext
@@ -71,6 +72,8 @@ class Runtime:
         self.job_hosts: Callable[[], Mapping[str, JobHost] | None] | None = None
         # Set by `urlcheck check` on a terminal: the progress bar the Progress extension draws.
         self.terminal: Terminal | None = None
+        # Set at the first write of results or job files that failed (urlcheck.crawl.writefailure).
+        self.write_failure: WriteFailure | None = None
 
     @property
     def results_path(self) -> Path | None:

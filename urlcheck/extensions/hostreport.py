@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Self
 from scrapy import signals
 
 from urlcheck.crawl.runtime import runtime
+from urlcheck.crawl.writefailure import write_failed
 from urlcheck.jobs.errors import JobFileError
 from urlcheck.jobs.nofollow import open_nofollow, replace_temp
 
@@ -150,7 +151,10 @@ class HostReport:
         logger.info("\n".join(lines))
         jobdir = self.crawler.settings.get("JOBDIR")
         if jobdir:
-            write_hosts(Path(jobdir), hosts, totals=totals)
+            try:
+                write_hosts(Path(jobdir), hosts, totals=totals)
+            except OSError as exc:  # a full disk: one line, not a traceback
+                write_failed(self.crawler, Path(jobdir) / HOSTS_FILE, exc)
 
 
 def _entry(

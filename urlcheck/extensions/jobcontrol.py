@@ -29,10 +29,19 @@ from scrapy.utils.defer import deferred_from_coro
 from urlcheck.clock import boot_id, utc_iso
 from urlcheck.crawl import internals
 from urlcheck.crawl.runtime import runtime
+from urlcheck.crawl.writefailure import write_failed
 from urlcheck.jobs.done import read_tail
 from urlcheck.jobs.errors import JobError
-from urlcheck.jobs.files import BackoffHost, Control, ControlAction, JobMeta, JobState
+from urlcheck.jobs.files import (
+    META_FILE,
+    BackoffHost,
+    Control,
+    ControlAction,
+    JobMeta,
+    JobState,
+)
 from urlcheck.jobs.progress import Heartbeat, RunRate
+from urlcheck.jobs.reserve import release_reserve
 from urlcheck.signals import job_paused, job_resumed
 
 if TYPE_CHECKING:
@@ -148,6 +157,7 @@ class JobControl:
         context = self._find_context()
         if context is None:
             logger.debug("Spider closed before it set job_context: %s left as it was", self.jobdir)
+            release_reserve(self.jobdir)
             return
         now = self.monotonic()
         self._catch_up()
@@ -167,6 +177,7 @@ class JobControl:
         try:
             meta = self._write(now, hosts=[], closing_reason=reason)
         finally:
+            release_reserve(self.jobdir)
             if context.lock is not None:
                 context.lock.release()
         stats = self.crawler.stats
@@ -198,7 +209,8 @@ class JobControl:
             if changed or heartbeat:
                 self._write(now, hosts)
         except (OSError, JobError):
-            # A full disk or a hand-edited file must not stop pause/cancel from working.
+            # A hand-edited file (or one that can't be read) must not stop pause/cancel from
+            # working; a write that failed has stopped the crawl already (_write).
             logger.exception("Job %s: could not update the job files", self.jobdir)
 
     def _catch_up(self) -> bool:
@@ -288,7 +300,16 @@ class JobControl:
         if closing_reason:
             meta.finish_reason = closing_reason
             meta.finished_at = utc_iso(wall) if self.state.terminal else None
-        meta.save(self.jobdir)
+        try:
+            meta.save(self.jobdir)
+        except OSError as exc:  # a full disk: stop the crawl (urlcheck.crawl.writefailure)
+            # With the room kept for this (urlcheck.jobs.reserve), the job's state is still
+            # written; the crawl stops all the same, unless it is stopping for this already.
+            saved = release_reserve(self.jobdir) and self._save_again(meta)
+            if not saved or runtime(self.crawler).write_failure is None:
+                write_failed(self.crawler, self.jobdir / META_FILE, exc)
+            if not saved:
+                return meta
         self._heartbeat.wrote(now)
         self._last_write = now
         self._written_hosts = hosts
@@ -296,6 +317,13 @@ class JobControl:
         if stats is not None:
             stats.inc_value("urlcheck/job/meta_writes")
         return meta
+
+    def _save_again(self, meta: JobMeta) -> bool:
+        try:
+            meta.save(self.jobdir)
+        except OSError:
+            return False
+        return True
 
     def _settings(self) -> dict[str, Any]:
         if self._effective is None:

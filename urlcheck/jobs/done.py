@@ -14,7 +14,7 @@ import logging
 import os
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -25,8 +25,11 @@ from urlcheck.check.result import (
     ROW_KEY,
     ROW_RE,
     STATUS_RE,
+    URL_KEY,
     VERDICT_RE,
+    line_url_hash,
     read_key,
+    slow_line_url_hash,
 )
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.files import fsync_dir
@@ -106,6 +109,12 @@ class ResultsScan:
     duplicates: int = 0  # lines dropped because their row already had a line
     malformed: int = 0  # lines dropped because they could not be read
     dropped_to: Path | None = None  # where dropped lines and torn bytes were saved
+    # Why the file is not this input's results (a line's URL is not its row's): see ``urls``.
+    foreign: str | None = None
+
+    @property
+    def needs_repair(self) -> bool:
+        return bool(self.repaired_bytes or self.malformed or self.duplicates)
 
 
 # (status, final_status, verdict) -> lines: raw bytes as the regexes found them, or read_key's
@@ -150,7 +159,12 @@ def dropped_path(results_path: Path) -> Path:
 
 
 def scan_results(
-    path: Path | str, *, max_row: int | None = None, repair: bool = True
+    path: Path | str,
+    *,
+    max_row: int | None = None,
+    repair: bool = True,
+    urls: Sequence[int] | None = None,
+    log: bool = True,
 ) -> ResultsScan:
     """Read results.jsonl: which rows are done, their counts, and what had to be repaired.
 
@@ -159,9 +173,17 @@ def scan_results(
     repeated rows (the first line wins) are removed by an atomic rewrite. Everything removed is
     appended to ``<name>.dropped`` next to the file. Call it only while holding the job lock and
     before anything opens the results file for appending. A missing file is an empty scan.
+
+    ``urls`` (:func:`urlcheck.jobs.owned.row_url_hashes` of the input: index = row) makes the
+    scan check that every readable line's URL is its row's: the first that is not (or a row
+    the input does not have, or a file with no readable line at all) sets ``foreign`` and ends
+    the scan, which then counts nothing. Scan with ``repair=False`` first, so that a file that
+    is not the job's is never rewritten. ``log=False``: no warnings about what was found.
     """
     path = Path(path)
     limit = max_row if max_row is not None else DEFAULT_MAX_ROW
+    if urls is not None:
+        limit = min(limit, len(urls) - 1)
     scan = ResultsScan(path=path, done=DoneRows(limit))
     try:
         src = open_nofollow(path, "rb", buffering=_CHUNK)
@@ -180,6 +202,8 @@ def scan_results(
         FINAL_STATUS_RE.search,
         VERDICT_RE.search,
     )
+    check_urls = urls is not None
+    nurls, url_skip = len(urls) if urls is not None else 0, len(URL_KEY)
 
     def drop(data: bytes) -> None:
         nonlocal side
@@ -202,6 +226,17 @@ def scan_results(
                         vm = verdict_search(line, fm.end())
                         if vm is not None:
                             row = int(m[1])  # the regex admits no sign and no leading zero
+                            if check_urls:  # line_url_hash's fast path, inlined
+                                at = m.end() + url_skip
+                                raw = line[at : line.find(b'"', at)]
+                                found = (
+                                    hash(raw)
+                                    if b"\\" not in raw and line.startswith(URL_KEY, at - url_skip)
+                                    else line_url_hash(line, m.end())
+                                )
+                                if row >= nurls or found != urls[row]:  # type: ignore[index]
+                                    scan.foreign = _not_its_row(row, found, urls, lineno)
+                                    break
                             index = row >> 3
                             if index < nbits and 0 < row <= limit:
                                 mask = 1 << (row & 7)
@@ -221,6 +256,10 @@ def scan_results(
                 key = read_key(line)
                 row, first, final, verdict = key if key is not None else (0, None, None, None)
                 problem = "" if key is not None else "malformed line"
+                if check_urls and key is not None:
+                    scan.foreign = _not_its_row(row, slow_line_url_hash(line), urls, lineno) or None
+                    if scan.foreign:
+                        break
                 duplicate = False
                 if not problem:
                     if not 1 <= row <= limit:
@@ -233,7 +272,7 @@ def scan_results(
                         scan.duplicates += 1
                     else:
                         scan.malformed += 1
-                    if scan.duplicates + scan.malformed <= _MAX_LOGGED:
+                    if log and scan.duplicates + scan.malformed <= _MAX_LOGGED:
                         logger.warning("%s line %d dropped: %s", path, lineno, problem)
                     if repair:
                         if writer is None:
@@ -246,14 +285,19 @@ def scan_results(
                 keys[first, final, verdict] += 1
                 if writer is not None:
                     writer.out.write(line)
-        if scan.duplicates + scan.malformed > _MAX_LOGGED:
+        if check_urls and not scan.foreign and scan.malformed and not keys:
+            scan.foreign = "no line of it is a urlcheck result"
+        if scan.foreign:
+            scan.done = DoneRows(limit)
+            return scan  # nothing written, nothing counted (the finally below cleans up)
+        if log and scan.duplicates + scan.malformed > _MAX_LOGGED:
             logger.warning(
                 "%s: %d malformed and %d duplicate lines in all",
                 path,
                 scan.malformed,
                 scan.duplicates,
             )
-        if torn_at is not None:
+        if log and torn_at is not None:
             logger.warning(
                 "%s ends with a torn line left by a crash: %d bytes without a newline%s",
                 path,
@@ -277,6 +321,17 @@ def scan_results(
     done._count = scan.lines
     scan.counts = _counts(keys)
     return scan
+
+
+def _not_its_row(row: int, found: int | None, urls: Sequence[int] | None, lineno: int) -> str:
+    """Why line ``lineno`` (of row ``row``, its URL's hash ``found``) is not the input's, or
+    "" when it is."""
+    assert urls is not None
+    if not 1 <= row < len(urls):
+        return f"line {lineno} is row {row}, which the input does not have ({len(urls) - 1} rows)"
+    if found != urls[row]:
+        return f"line {lineno}'s URL is not the URL of row {row} in the input"
+    return ""
 
 
 def _counts(keys: _Keys) -> Counts:

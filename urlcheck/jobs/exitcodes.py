@@ -19,6 +19,7 @@ class ExitCode(IntEnum):
     NOT_RUNNING = 7  # `scrapy job pause|resume`: no crawl is running this job
     ROWS_MISSING = 8  # finished, but rows fed to the crawl have no result line (a bug: see log)
     GAVE_UP = 9  # `scrapy job run`: the crawl kept dying or getting stuck without progress
+    WRITE_FAILED = 10  # results or job files could not be written (disk full): job paused
 
 
 def exit_code_for(meta: JobMeta) -> ExitCode:

@@ -50,7 +50,7 @@ def fsync_dir(directory: Path) -> None:
 
 def atomic_write_json(path: Path, data: Any) -> None:
     """Replace ``path`` with ``data`` as JSON so that readers see the old or the new file (with
-    the old one's permissions)."""
+    the old one's permissions). A write that fails raises an OSError naming ``path``."""
     text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
     tmp = replace_temp(path)
     try:
@@ -59,8 +59,10 @@ def atomic_write_json(path: Path, data: Any) -> None:
             out.flush()
             os.fsync(out.fileno())
         tmp.replace(path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not exc.filename:  # a write() names no file
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
     fsync_dir(path.parent)
 

@@ -37,6 +37,7 @@ WRITTEN_IN_PLACE = (
     "results.jsonl.rechecked",
     "job.lock",
     "control.lock",
+    "reserve.bin",
 )
 
 _FLAGS = {
@@ -51,6 +52,32 @@ class LinkedFileError(JobFileError):
     """A job file is a symbolic link, or a file written in place that has another hard link."""
 
 
+class NotAFileError(JobFileError):
+    """A file urlcheck writes in place (the results, a lock) is a device, a pipe, a directory
+    or a socket: writing to ``/dev/full`` would never end, a FIFO would block forever."""
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, for a message."""
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+def _not_a_file(path: Path, mode: int) -> NotAFileError:
+    return NotAFileError(
+        f"{path} is {file_kind(mode)}, not a regular file: urlcheck writes results and job "
+        "files only to regular files (name a file, or leave out -a out=)"
+    )
+
+
 def _linked(path: Path | str, what: str) -> LinkedFileError:
     return LinkedFileError(
         f"{path} is {what}; urlcheck never writes or reads a job file through a link (a job "
@@ -61,7 +88,8 @@ def _linked(path: Path | str, what: str) -> LinkedFileError:
 def refuse_links(jobdir: Path | None, *also: Path) -> None:
     """Raise :class:`LinkedFileError` naming the first entry of ``jobdir`` (and of ``also``, a
     results file kept elsewhere) that is a symbolic link, or a file written in place with more
-    than one hard link. A missing directory or file passes."""
+    than one hard link; :class:`NotAFileError` for a file written in place (or one of ``also``)
+    that is not a regular file. A missing directory or file passes."""
     try:
         entries = sorted(os.scandir(jobdir), key=lambda entry: entry.name) if jobdir else []
     except (FileNotFoundError, NotADirectoryError):
@@ -74,6 +102,8 @@ def refuse_links(jobdir: Path | None, *also: Path) -> None:
             continue
         if stat.S_ISLNK(found.st_mode):
             raise _linked(path, "a symbolic link")
+        if (path.name in WRITTEN_IN_PLACE or path in also) and not stat.S_ISREG(found.st_mode):
+            raise _not_a_file(path, found.st_mode)
         if (
             (path.name in WRITTEN_IN_PLACE or path in also)
             and stat.S_ISREG(found.st_mode)

@@ -1,6 +1,10 @@
 """Before a run: decide between a new job, a resume and a fresh run, and read what is done.
 
 - No meta.json: a new job (results.jsonl, if someone left one there, still counts as done).
+- Whatever the state, a results file counts only if it is this input's: a line whose URL is
+  not its row's URL in the CSV (another job's results, ``-a out=`` pointing at them, or a file
+  that holds no results at all) makes the whole file set aside, renamed with a timestamp and
+  logged, and the run starts with no row done (:mod:`urlcheck.jobs.owned`).
 - Every job keeps its own copy of the CSV (``input.csv``): the run reads that copy, so the job
   can be resumed, or re-checked, from its directory alone, on any machine, whatever happens
   to the original file.
@@ -34,7 +38,9 @@ from urlcheck.jobs.files import (
     fsync_dir,
 )
 from urlcheck.jobs.nofollow import open_nofollow, refuse_links, replace_temp
+from urlcheck.jobs.owned import row_url_hashes
 from urlcheck.jobs.recheck import Recheck, rechecked_path, take_out
+from urlcheck.jobs.reserve import make_reserve
 
 if TYPE_CHECKING:
     from urlcheck.clock import Clock
@@ -126,8 +132,10 @@ def keep_input(jobdir: Path, input_path: Path, checksum: str, *, known: str = ""
         if digest.hexdigest() != checksum:
             raise OSError(f"{input_path} changed while it was being copied into {jobdir}")
         tmp.replace(copy)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno and not exc.filename:  # a write() names none
+            raise OSError(exc.errno, exc.strerror, str(copy)) from exc
         raise
     fsync_dir(jobdir)
     return copy
@@ -175,6 +183,41 @@ def archive_run(jobdir: Path, results_path: Path, meta: JobMeta, now: float) -> 
     return moved
 
 
+def set_aside(results: Path, why: str, now: float) -> Path:
+    """Rename ``results``, which is not this job's for the reason ``why``, out of its way."""
+    target = free_name(results, f"notthisjob-{utc_compact(now)}")
+    results.rename(target)
+    logger.warning(
+        "%s is not this job's results (%s): kept it as %s; none of its rows counts as done",
+        results,
+        why,
+        target.name,
+    )
+    return target
+
+
+def _scan_owned(
+    results: Path, input_path: Path, max_row: int | None, now: float, archived: list[Path]
+) -> ResultsScan:
+    """The scan of ``results`` when every line is the input's; else it is set aside (added to
+    ``archived``) and the scan is empty. Read-only until the file is known to be the job's."""
+    try:
+        size = results.lstat().st_size
+    except FileNotFoundError:
+        size = 0
+    if not size:
+        return scan_results(results, max_row=max_row)
+    scan = scan_results(
+        results, max_row=max_row, repair=False, urls=row_url_hashes(input_path), log=False
+    )
+    if scan.foreign:
+        archived.append(set_aside(results, scan.foreign, now))
+        return scan_results(results, max_row=max_row)  # nothing there now: an empty scan
+    if scan.needs_repair:
+        scan = scan_results(results, max_row=max_row)
+    return scan
+
+
 def prepare_job(
     jobdir: Path | str,
     input_path: Path | str,
@@ -187,8 +230,8 @@ def prepare_job(
     """Get the job directory ready for a run and return what is already done.
 
     The caller must hold the job's :class:`~urlcheck.jobs.lock.JobLock`, and nothing may have
-    opened the results file for appending yet (the scan may rewrite it). ``max_row``, when the
-    CSV's row count is known, makes lines with larger row numbers count as malformed.
+    opened the results file for appending yet (the scan may rewrite it, or set it aside when it
+    is not this input's). ``max_row`` caps the row numbers a line may have.
     ``recheck`` takes the rows it matches out of the results first, so this run checks them
     again; a finished job is then resumed rather than started afresh.
     """
@@ -216,6 +259,7 @@ def prepare_job(
         )
         previous = None
     fresh = previous is None
+    scan = _scan_owned(results, input_path, max_row, now, archived)
     if recheck is not None and not fresh:
         taken = take_out(results, recheck)
         logger.info(
@@ -228,7 +272,7 @@ def prepare_job(
         )
         if not taken:
             logger.warning("recheck=%s matched no row of job %s", recheck, jobdir)
-    scan = scan_results(results, max_row=max_row)
+        scan = scan_results(results, max_row=max_row)
     if fresh:
         if len(scan.done):
             logger.warning(
@@ -253,6 +297,7 @@ def prepare_job(
     meta.results_bytes = results.stat().st_size if results.exists() else 0
     meta.updated_at = utc_iso(now)
     meta.save(jobdir)
+    make_reserve(jobdir)  # room to write meta.json as paused if the disk fills up
     if fresh:
         logger.info("Job %s: results in %s", jobdir, results)
     else:

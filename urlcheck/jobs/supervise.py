@@ -43,6 +43,7 @@ FINAL = frozenset(
         ExitCode.CANCELLED,
         ExitCode.INPUT_ERROR,
         ExitCode.LOCKED,
+        ExitCode.WRITE_FAILED,  # a full disk needs someone to make room first
     }
 )
 

@@ -310,6 +310,9 @@ class JobManager:
         elif code == ExitCode.INPUT_ERROR:
             job.record.want = Want.ENDED
             job.record.failed = self._why(job) or "the crawl refused the job's input or settings"
+        elif code == ExitCode.WRITE_FAILED:
+            job.record.want = Want.ENDED
+            job.record.failed = self._why(job) or "results or job files could not be written"
         elif code == ExitCode.GAVE_UP:
             job.record.want = Want.ENDED
             job.record.failed = (

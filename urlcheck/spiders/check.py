@@ -34,6 +34,7 @@ from urlcheck.crawl.failures import classify_failure
 from urlcheck.crawl.requests import RowRequests, retries_spent
 from urlcheck.crawl.responsehead import LocationTooLongError
 from urlcheck.crawl.runtime import ClusterRole, Runtime, runtime
+from urlcheck.crawl.writefailure import write_failed
 from urlcheck.input.csvfile import CsvSource, InputError, Record
 from urlcheck.input.duplicates import SameURL
 from urlcheck.input.feeder import HostFeeder
@@ -126,6 +127,10 @@ class CheckSpider(Spider):
         except (InputError, JobError) as exc:
             logger.error("%s", exc)
             raise CloseSpider("input_error") from None
+        except OSError as exc:  # the job's copy of the CSV, meta.json... on a full disk
+            jobdir = self.crawler.settings.get("JOBDIR") or "."
+            write_failed(self.crawler, Path(exc.filename or jobdir), exc)
+            return
         done = results.done
         config = rt.config.check
         feeder = rt.feeder = HostFeeder(
@@ -269,6 +274,9 @@ class CheckSpider(Spider):
 
     def _invalid_result(self, record: Record) -> Result:
         task = RowTask(record.row, record.url, None, record.expected, record.extra)
+        if record.unreadable:  # a line over the limit: the row keeps its number and its line
+            assert record.problem is not None
+            return self.requests.line(task, [], error="invalid_row", error_message=record.problem)
         try:
             normalise_input(record.url)
         except InvalidURL as exc:
