@@ -135,10 +135,11 @@ def _check_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "csv",
-        metavar="CSV",
+        metavar="INPUT",
         nargs="?",
-        help="the CSV of URLs (docs/csv-input.md); may be left out with --jobdir of an existing "
-        "job, which resumes from the job's own copy",
+        help="the URLs: a CSV, a list (one URL a line), or - for standard input; the kind is "
+        "found from the content (docs/csv-input.md); may be left out with --jobdir of an "
+        "existing job, which resumes from the job's own copy",
     )
     parser.add_argument(
         "--out",

@@ -15,13 +15,14 @@ import io
 import logging
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import TypeVar
 
 from urlcheck.input.errors import InputError
+from urlcheck.input.files import open_input, read_head
 from urlcheck.input.lines import CHUNK, MAX_LINE, Feed, Lines, physical_lines
+from urlcheck.input.record import Record
 from urlcheck.input.sniff import (
     EXPECTED_NAMES,
     SAMPLE_BYTES,
@@ -53,16 +54,6 @@ T = TypeVar("T")
 _Build = Callable[[int, int, list[str], "str | None"], T]
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    row: int  # 1-based data row number (header and blank lines not counted)
-    offset: int  # byte offset in the file where the record starts (for read_at)
-    url: str  # raw cell of the URL column
-    expected: str | None  # raw cell of the expected-target column; None if no column or empty
-    extra: dict[str, str]  # every other column by header name (header-less: col2, col3, ...)
-    problem: str | None = None  # set when the row was malformed CSV and was read leniently
-
-
 def sha256_file(path: Path) -> str:
     """SHA-256 (hex) of a file's bytes, read in chunks: an input's identity, which a job keeps
     to know its CSV again."""
@@ -77,6 +68,7 @@ def _sha256(f: io.BufferedReader) -> str:
 class CsvSource:
     """One CSV file of URLs: sniffed on construction, then streamed with ``records()``."""
 
+    kind = "csv"
     path: Path
     encoding: str
     delimiter: str
@@ -198,28 +190,10 @@ class CsvSource:
     # --- reading the head -------------------------------------------------------------------------
 
     def _open(self) -> io.BufferedReader:
-        try:
-            return self.path.open("rb")
-        except FileNotFoundError:
-            raise InputError(f"{self._name}: no such file") from None
-        except IsADirectoryError:
-            raise InputError(f"{self._name}: is a directory, not a CSV file") from None
-        except PermissionError:
-            if _is_dir(self.path):  # what Windows says for a directory
-                raise InputError(f"{self._name}: is a directory, not a CSV file") from None
-            raise InputError(f"{self._name}: permission denied") from None
-        except OSError as exc:
-            raise InputError(f"{self._name}: cannot open the file ({exc.strerror})") from None
+        return open_input(self.path, self._name)
 
     def _read_head(self) -> bytes:
-        with self._open() as f:
-            try:
-                head = f.read(SAMPLE_BYTES)
-            except OSError as exc:
-                raise InputError(f"{self._name}: cannot read the file ({exc.strerror})") from None
-        if not head:
-            raise InputError(f"{self._name}: the file is empty")
-        return head
+        return read_head(self.path, self._name)
 
     def _sample_lines(self) -> list[str]:
         lines: list[str] = []
@@ -435,10 +409,3 @@ def _cells_at(
     row: int, offset: int, cells: list[str], problem: str | None
 ) -> tuple[int, list[str]]:
     return offset, cells
-
-
-def _is_dir(path: Path) -> bool:
-    try:
-        return path.is_dir()
-    except OSError:
-        return False

@@ -16,7 +16,8 @@ def default_jobdir(csv: Path | str, cwd: Path | None = None) -> Path:
     """The job directory a run on ``csv`` uses by default (relative to ``cwd``)."""
     path = Path(csv).resolve()
     digest = hashlib.sha256(str(path).encode("utf-8", "surrogateescape")).hexdigest()[:8]
-    stem = _UNSAFE.sub("_", path.stem).strip("._") or "input"
+    # "-" is standard input: one job per directory it is piped in from
+    stem = "stdin" if str(csv) == "-" else _UNSAFE.sub("_", path.stem).strip("._") or "input"
     return (cwd or Path.cwd()) / JOBS_HOME / f"{stem[:60]}-{digest}"
 
 

@@ -33,8 +33,9 @@ from urlcheck.crawl.addon import distributed
 from urlcheck.crawl.failures import classify_failure
 from urlcheck.crawl.requests import RowRequests, retries_spent
 from urlcheck.crawl.runtime import ClusterRole, Runtime, runtime
-from urlcheck.input.csvfile import CsvSource, InputError, Record
+from urlcheck.input.errors import InputError
 from urlcheck.input.feeder import HostFeeder
+from urlcheck.input.kind import open_source
 from urlcheck.jobs.errors import JobError
 from urlcheck.jobs.resultsfile import plan_results
 
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
     from urlcheck.check.ledger import RowLedger
+    from urlcheck.input.record import Record
     from urlcheck.politeness.circuit import Unavailable
 
 logger = logging.getLogger(__name__)
@@ -119,8 +121,8 @@ class CheckSpider(Spider):
             results = rt.results = plan_results(
                 self.crawler.settings, self.out, self.csv_path, rt.config.recheck
             )
-            # A job reads its own copy of the CSV (docs/jobs.md, "The job's input").
-            source = CsvSource(results.input_path or self.csv_path)
+            # A job reads its own copy of the input (docs/jobs.md, "The job's input").
+            source = open_source(results.input_path or self.csv_path)
         except (InputError, JobError) as exc:
             logger.error("%s", exc)
             raise CloseSpider("input_error") from None
