@@ -3,6 +3,7 @@ rows numbered as the input numbers them, and what is not an input refused in one
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -75,3 +76,35 @@ def test_empty_stdin_is_refused_in_one_line(tmp_path):
     assert done.returncode == 2, done.stderr[-2000:]
     assert done.stderr.strip().splitlines() == ["urlcheck: standard input: the file is empty"]
     assert "Traceback" not in done.stderr
+
+
+def test_a_gzipped_sitemap_carries_lastmod_into_input(site: SiteServer, tmp_path):
+    ok, moved = site.url("127.0.0.7", "/ok"), site.url("127.0.0.7", "/redirect/301?to=/ok")
+    xml = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+        f"<url><loc>{ok}</loc><lastmod>2024-05-06</lastmod></url>\n"
+        "<url><lastmod>2024-01-01</lastmod></url>\n"  # no <loc>
+        f"<url><loc>{moved.replace('&', '&amp;')}</loc></url>\n"
+        "</urlset>\n"
+    )
+    (tmp_path / "sitemap.xml.gz").write_bytes(gzip.compress(xml.encode()))
+    done = urlcheck("check", "sitemap.xml.gz", "--jobdir", "job", *FAST, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = results(tmp_path / "job" / "results.jsonl")
+    assert [(r["row"], r["error"], r["final_status"], r["input"]) for r in rows] == [
+        (1, None, 200, {"lastmod": "2024-05-06"}),
+        (2, "invalid_url", None, {"lastmod": "2024-01-01"}),
+        (3, None, 200, {}),
+    ]
+    assert (rows[2]["status"], rows[2]["hops"]) == (301, 1)
+
+
+def test_a_file_that_is_no_input_is_refused_in_one_line(tmp_path):
+    (tmp_path / "page.xml").write_text("<html><body>not a sitemap</body></html>")
+    done = urlcheck("check", "page.xml", "--no-job", *FAST, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines() == [
+        "urlcheck: page.xml: an HTML page (its root is <html>), not a sitemap (<urlset> or "
+        "<sitemapindex>) nor a list of URLs"
+    ]

@@ -21,6 +21,7 @@ from urlcheck.input.csvfile import CsvSource
 from urlcheck.input.errors import InputError
 from urlcheck.input.files import read_head
 from urlcheck.input.listfile import ListSource, list_entry
+from urlcheck.input.sitemap import GZIP_MAGIC, INDEX, SitemapSource, sitemap_root
 from urlcheck.input.sniff import (
     SAMPLE_BYTES,
     SAMPLE_LINES,
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from urlcheck.input.record import Record
 
 ZIP_MAGIC = b"PK\x03\x04"
-GZIP_MAGIC = b"\x1f\x8b"
 _XML_START = re.compile(rb"\s*<")
 _COMMENT = re.compile(r"\s*#(?![,;\t|])")
 
@@ -62,6 +62,7 @@ def sniff_kind(head: bytes, name: str) -> str:
     if head.startswith(ZIP_MAGIC):
         return "xlsx"
     if head.startswith(GZIP_MAGIC) or looks_like_xml(head):
+        sitemap_root(head, name)  # refuses XML that is no sitemap, and gzip that holds none
         return "sitemap"
     encoding, start = sniff_encoding(head, name)  # refuses binary files, one line each
     cut = len(head) >= SAMPLE_BYTES
@@ -77,10 +78,12 @@ def _is_list(body: bytes, encoding: str, *, cut: bool) -> bool:
     if cut and len(lines) > 1:
         lines.pop()  # the sample may end mid-line
     entries = [entry for entry in map(list_entry, lines) if entry is not None]
-    if not entries or any(entry.startswith('"') for entry in entries):
+    if any(entry.startswith('"') for entry in entries):
         return False
     if any(_COMMENT.match(line) for line in lines):  # no CSV has those ("#,url" is a header)
         return True
+    if not entries:
+        return False
     _, width = sniff_delimiter(entries, prefer_tab=bool(codec))
     if width >= 2:
         return False
@@ -96,4 +99,10 @@ def open_source(path: str | os.PathLike[str], *, sheet: str | None = None) -> So
         return ListSource(path)
     if kind == "csv":
         return CsvSource(path)
+    if kind == "sitemap":
+        source = SitemapSource(path)
+        if source.root == INDEX:
+            source.close()
+            raise InputError(f"{name}: a sitemap index is not supported yet")
+        return source
     raise InputError(f"{name}: {kind} input is not supported yet")

@@ -135,16 +135,20 @@ class CheckSpider(Spider):
         )
         invalid: list[tuple[int, int]] = []
         count = 0
-        for record in source.records(skip=done.__contains__):
-            count += 1
-            try:
-                target = normalise_input(record.url)
-            except InvalidURL:
-                invalid.append((record.row, record.offset))
-            else:
-                feeder.add(record.row, record.offset, target.host)
-            if count % _INDEX_YIELD_EVERY == 0:
-                await asyncio.sleep(0)  # keep the event loop (signals, timers) responsive
+        try:
+            for record in source.records(skip=done.__contains__):
+                count += 1
+                try:
+                    target = normalise_input(record.url)
+                except InvalidURL:
+                    invalid.append((record.row, record.offset))
+                else:
+                    feeder.add(record.row, record.offset, target.host)
+                if count % _INDEX_YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # keep the event loop (signals, timers) responsive
+        except InputError as exc:  # found past the head: a gzip bomb, a damaged archive
+            logger.error("%s", exc)
+            raise CloseSpider("input_error") from None
         feeder.finish()
         rt.total_rows = count + len(done)
         logger.info(
