@@ -6,13 +6,16 @@ from __future__ import annotations
 import gzip
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from urlcheck.input.errors import InputError
 from urlcheck.input.kind import open_source, sniff_kind
-from urlcheck.input.record import Record
 from urlcheck.input.sitemap import SitemapSource
+
+if TYPE_CHECKING:
+    from urlcheck.input.record import Record
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
@@ -168,7 +171,7 @@ def test_a_sitemap_without_namespace_and_a_resume(tmp_path):
 def test_a_sitemap_that_breaks_off_keeps_the_entries_before(tmp_path, caplog):
     path = write(tmp_path, URLSET[: URLSET.index(b"<changefreq>")])
     with caplog.at_level(logging.WARNING):
-        kind, records = read(path)
+        _kind, records = read(path)
     assert [r.row for r in records] == [1, 2]
     assert f"{path}: not well-formed XML at line" in caplog.text
     assert "the entries after it are not read" in caplog.text
@@ -190,5 +193,5 @@ def test_entities_are_never_expanded(tmp_path):
         tmp_path,
         f"<urlset {NS}><url><loc>https://a/</loc></url><url><loc>&x;</loc></url></urlset>".encode(),
     )
-    kind, records = read(path)
+    _kind, records = read(path)
     assert urls(records) == [(1, "https://a/")]
