@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import openpyxl
+
 if TYPE_CHECKING:
     from tests.sitefixture import SiteServer
 
@@ -107,4 +109,31 @@ def test_a_file_that_is_no_input_is_refused_in_one_line(tmp_path):
     assert done.stderr.strip().splitlines() == [
         "urlcheck: page.xml: an HTML page (its root is <html>), not a sitemap (<urlset> or "
         "<sitemapindex>) nor a list of URLs"
+    ]
+
+
+def test_a_named_sheet_of_a_workbook_keeps_the_sheets_row_numbers(site: SiteServer, tmp_path):
+    ok, moved = site.url("127.0.0.7", "/ok"), site.url("127.0.0.7", "/redirect/301?to=/ok")
+    wb = openpyxl.Workbook()
+    wb.active.title = "Read me"
+    wb.active["A1"] = "the links are on the next sheet"
+    links = wb.create_sheet("Links")
+    links.append(["Old URL", "New URL", "Owner"])
+    links.append([ok, None, "web"])
+    links.append([])  # a blank row keeps its number
+    links.append([moved, ok, "seo"])
+    wb.save(tmp_path / "redirects.xlsx")
+    done = urlcheck(
+        "check", "redirects.xlsx", "--sheet", "Links", "--jobdir", "job", *FAST, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = results(tmp_path / "job" / "results.jsonl")
+    assert [(r["row"], r["url"], r["verdict"], r["input"]) for r in rows] == [
+        (2, ok, None, {"Owner": "web"}),
+        (4, moved, "pass", {"Owner": "seo"}),
+    ]
+    missing = urlcheck("check", "redirects.xlsx", "--sheet", "Nope", "--no-job", "-q", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        "urlcheck: redirects.xlsx: no sheet named 'Nope' (sheets: 'Read me', 'Links')"
     ]

@@ -96,7 +96,7 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
         if recheck:
             settings.set("URLCHECK_RECHECK", str(recheck), priority="cmdline")
         config = UrlcheckConfig.from_settings(settings)
-        open_source(csv).close()
+        open_source(csv, sheet=spider_args.get("sheet") or None).close()
         check_proxy_store(config)
     except (ConfigError, InputError) as exc:
         message = str(exc).replace(piped, "standard input") if piped else str(exc)

@@ -31,6 +31,7 @@ from urlcheck.input.sniff import (
     WHITESPACE,
     check_text,
     find,
+    header_names,
     is_header,
     line_decoder,
     name_key,
@@ -209,16 +210,7 @@ class CsvSource:
     # --- columns ----------------------------------------------------------------------------------
 
     def _set_columns(self, first: list[str]) -> None:
-        names: list[str] = []
-        seen: set[str] = set()
-        for i, cell in enumerate(first):
-            name = cell or f"col{i + 1}"
-            k = 1
-            while name in seen:
-                name = f"{cell or f'col{i + 1}'}.{k}"
-                k += 1
-            seen.add(name)
-            names.append(name)
+        names = header_names(first)
         keys = [name_key(cell) for cell in first]
         url_index = find(keys, URL_NAMES)
         self._url_index = 0 if url_index is None else url_index
@@ -232,7 +224,7 @@ class CsvSource:
             for i, name in enumerate(names)
             if i not in (self._url_index, self._expected_index)
         ]
-        self._build = _record_builder(
+        self._build = record_builder(
             self._url_index, self._expected_index, self._extras, self._width
         )
 
@@ -244,7 +236,7 @@ class CsvSource:
         self._expected_index = None
         self._width = max(width, 1)
         self._extras = [(i, f"col{i + 1}") for i in range(1, self._width)]
-        self._build = _record_builder(0, None, self._extras, self._width)
+        self._build = record_builder(0, None, self._extras, self._width)
 
     # --- scanning ---------------------------------------------------------------------------------
 
@@ -370,7 +362,7 @@ _RECORD_SLOTS = tuple(
 )
 
 
-def _record_builder(
+def record_builder(
     url_index: int, expected_index: int | None, extras: list[tuple[int, str]], width: int
 ) -> Callable[[int, int, list[str], str | None], Record]:
     set_row, set_offset, set_url, set_expected, set_extra, set_problem = _RECORD_SLOTS

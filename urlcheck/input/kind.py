@@ -31,6 +31,7 @@ from urlcheck.input.sniff import (
     sniff_encoding,
     transcoded,
 )
+from urlcheck.input.xlsxfile import XlsxSource
 
 if TYPE_CHECKING:
     from urlcheck.input.record import Record
@@ -91,18 +92,21 @@ def _is_list(body: bytes, encoding: str, *, cut: bool) -> bool:
 
 
 def open_source(path: str | os.PathLike[str], *, sheet: str | None = None) -> Source:
-    """The reader for the input at ``path``, its kind found from its content; raises
-    :class:`InputError` (one line) for a file none of them can read."""
+    """The reader for the input at ``path``, its kind found from its content; ``sheet`` names
+    a workbook's sheet (else the first). Raises :class:`InputError` (one line) for a file none
+    of them can read."""
     name = os.fspath(path)
     kind = sniff_kind(read_head(Path(path), name), name)
+    if sheet is not None and kind != "xlsx":
+        raise InputError(f"{name}: a sheet was named ({sheet!r}) but this is no .xlsx workbook")
+    if kind == "xlsx":
+        return XlsxSource(path, sheet=sheet)
     if kind == "list":
         return ListSource(path)
     if kind == "csv":
         return CsvSource(path)
-    if kind == "sitemap":
-        source = SitemapSource(path)
-        if source.root == INDEX:
-            source.close()
-            raise InputError(f"{name}: a sitemap index is not supported yet")
-        return source
-    raise InputError(f"{name}: {kind} input is not supported yet")
+    source = SitemapSource(path)
+    if source.root == INDEX:
+        source.close()
+        raise InputError(f"{name}: a sitemap index is not supported yet")
+    return source

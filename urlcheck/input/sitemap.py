@@ -16,7 +16,6 @@ offset (the stream may be compressed), so the streaming pass keeps its rows in a
 from __future__ import annotations
 
 import gzip
-import io
 import logging
 import os
 import re
@@ -55,7 +54,7 @@ class Readable(Protocol):
 class _Capped:
     """A decompressed stream that fails past ``limit`` bytes."""
 
-    def __init__(self, stream: io.BufferedIOBase, limit: int, name: str) -> None:
+    def __init__(self, stream: Readable, limit: int, name: str) -> None:
         self._stream = stream
         self._left = limit
         self._limit = limit
@@ -68,11 +67,13 @@ class _Capped:
             raise InputError(f"{self._name}: the gzip stream is damaged ({exc})") from None
         self._left -= len(data)
         if self._left < 0:
-            raise InputError(
-                f"{self._name}: over {self._limit:,} bytes once decompressed "
-                "(a sitemap is at most 50 MB); refused"
-            )
+            raise InputError(f"{self._name}: over {self._limit:,} bytes once decompressed; refused")
         return data
+
+
+def capped(stream: Readable, limit: int, name: str) -> Readable:
+    """``stream`` (decompressing) as a stream that fails with InputError past ``limit`` bytes."""
+    return _Capped(stream, limit, name)
 
 
 def decompressed_head(head: bytes, name: str) -> bytes:
@@ -170,7 +171,7 @@ class SitemapSource:
         f = stack.enter_context(open_input(path, name, "a sitemap"))
         if f.peek(2)[:2] == GZIP_MAGIC:
             unzipped = stack.enter_context(gzip.GzipFile(fileobj=f, mode="rb"))
-            return _Capped(unzipped, self._max_bytes, name)
+            return capped(unzipped, self._max_bytes, name)
         return f
 
     def _bad_xml(self, path: Path, exc: etree.XMLSyntaxError) -> None:

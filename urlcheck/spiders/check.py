@@ -58,9 +58,15 @@ class CheckSpider(Spider):
     name = "check"
 
     def __init__(
-        self, csv: str | None = None, out: str | None = None, job: str | None = None, **kwargs: Any
+        self,
+        csv: str | None = None,
+        out: str | None = None,
+        job: str | None = None,
+        sheet: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.sheet = sheet or None  # a workbook's sheet (-a sheet=NAME); else its first
         if not csv and not job:
             raise ValueError("the check spider needs the input file: -a csv=PATH")
         # Without csv: a worker of the distributed job `job` (docs/distributed.md).
@@ -122,7 +128,7 @@ class CheckSpider(Spider):
                 self.crawler.settings, self.out, self.csv_path, rt.config.recheck
             )
             # A job reads its own copy of the input (docs/jobs.md, "The job's input").
-            source = open_source(results.input_path or self.csv_path)
+            source = open_source(results.input_path or self.csv_path, sheet=self.sheet)
         except (InputError, JobError) as exc:
             logger.error("%s", exc)
             raise CloseSpider("input_error") from None
