@@ -4,10 +4,12 @@ rows numbered as the input numbers them, and what is not an input refused in one
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -137,3 +139,45 @@ def test_a_named_sheet_of_a_workbook_keeps_the_sheets_row_numbers(site: SiteServ
     assert missing.stderr.strip().splitlines() == [
         "urlcheck: redirects.xlsx: no sheet named 'Nope' (sheets: 'Read me', 'Links')"
     ]
+
+
+def test_a_sitemap_index_by_url_is_fetched_politely_and_kept_in_the_job(site: SiteServer, tmp_path):
+    tag = f"t{os.getpid()}x{time.monotonic_ns()}"  # this test's requests in the shared site log
+    index = site.url("127.0.0.9", f"/sitemap-index.xml?parts=2&n=2&gzip=1&tag={tag}")
+    polite = ["-s", "ROBOTSTXT_OBEY=True", "-s", "DOWNLOAD_DELAY=0.2"]
+    done = urlcheck("check", index, "--jobdir", "job", *FAST, *polite, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = results(tmp_path / "job" / "results.jsonl")
+    # rows numbered across the index's sitemaps, in its order; lastmod carried into input
+    assert [(r["row"], r["url"].split(":", 2)[2], r["final_status"], r["input"]) for r in rows] == [
+        (1, f"{site.port}/ok?r=1", 200, {"lastmod": "2024-01-02"}),
+        (2, f"{site.port}/ok?r=2", 200, {"lastmod": "2024-01-03"}),
+        (3, f"{site.port}/ok?r=3", 200, {"lastmod": "2024-01-04"}),
+        (4, f"{site.port}/ok?r=4", 200, {"lastmod": "2024-01-05"}),
+    ]
+    # the index and its sitemaps are kept in the job; its copy of the input is the index
+    assert len(list((tmp_path / "job" / "sitemaps").iterdir())) == 3
+    assert gzip.decompress((tmp_path / "job" / "input.csv").read_bytes()).count(b"<sitemap>") == 2
+    # fetched by the crawl: robots.txt first, one request at a time, the delay kept
+    log = [r for r in site.log() if r["host"] == "127.0.0.9"]
+    paths = [r["path"] for r in log]
+    first = paths.index(f"/sitemap-index.xml?parts=2&n=2&gzip=1&tag={tag}")
+    assert "/robots.txt" in paths[:first]
+    fetched = [r for r in log if r["path"].startswith("/sitemap")][-3:]
+    assert [r["path"].split("?")[0] for r in fetched] == [
+        "/sitemap-index.xml",
+        *["/sitemap.xml"] * 2,
+    ]
+    assert all(b["t_arrival"] - a["t_departure"] >= 0.1 for a, b in itertools.pairwise(fetched))
+    # the job runs again from its own directory alone
+    again = urlcheck("check", "--jobdir", "job", *FAST, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert [r["row"] for r in results(tmp_path / "job" / "results.jsonl")] == [1, 2, 3, 4]
+
+
+def test_a_sitemap_url_that_cannot_be_fetched_is_one_line(site: SiteServer, tmp_path):
+    gone = site.url("127.0.0.9", "/status/404")
+    done = urlcheck("check", gone, "--no-job", "-q", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert f"{gone}: the sitemap could not be fetched (HTTP 404)" in done.stderr
+    assert "Traceback" not in done.stderr

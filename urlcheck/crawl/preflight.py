@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from urlcheck.config.crawlconfig import ConfigError, UrlcheckConfig
 from urlcheck.crawl.addon import distributed
+from urlcheck.crawl.sitemaps import is_remote
 from urlcheck.input.errors import InputError
 from urlcheck.input.kind import open_source
 from urlcheck.jobs.errors import JobError, JobLockedError
@@ -96,7 +97,8 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
         if recheck:
             settings.set("URLCHECK_RECHECK", str(recheck), priority="cmdline")
         config = UrlcheckConfig.from_settings(settings)
-        open_source(csv, sheet=spider_args.get("sheet") or None).close()
+        if not is_remote(csv):  # a sitemap's URL is fetched by the crawl
+            open_source(csv, sheet=spider_args.get("sheet") or None).close()
         check_proxy_store(config)
     except (ConfigError, InputError) as exc:
         message = str(exc).replace(piped, "standard input") if piped else str(exc)
@@ -129,7 +131,8 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
     except JobLockedError as exc:
         raise PreflightError(str(exc), ExitCode.LOCKED) from None
     try:
-        check_input(jobdir, Path(csv), recheck=bool(recheck))
+        if not is_remote(csv):
+            check_input(jobdir, Path(csv), recheck=bool(recheck))
     except JobError as exc:  # InputMismatchError among them
         lock.release()
         raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None

@@ -21,7 +21,7 @@ from urlcheck.input.csvfile import CsvSource
 from urlcheck.input.errors import InputError
 from urlcheck.input.files import read_head
 from urlcheck.input.listfile import ListSource, list_entry
-from urlcheck.input.sitemap import GZIP_MAGIC, INDEX, SitemapSource, sitemap_root
+from urlcheck.input.sitemap import GZIP_MAGIC, SitemapSource, sitemap_root
 from urlcheck.input.sniff import (
     SAMPLE_BYTES,
     SAMPLE_LINES,
@@ -105,8 +105,4 @@ def open_source(path: str | os.PathLike[str], *, sheet: str | None = None) -> So
         return ListSource(path)
     if kind == "csv":
         return CsvSource(path)
-    source = SitemapSource(path)
-    if source.root == INDEX:
-        source.close()
-        raise InputError(f"{name}: a sitemap index is not supported yet")
-    return source
+    return SitemapSource(path)  # an index's sitemaps are fetched by the crawl

@@ -166,6 +166,12 @@ class SitemapSource:
     def __repr__(self) -> str:
         return f"SitemapSource({self._name!r}, root={self.root!r})"
 
+    def with_parts(self, parts: Sequence[Path]) -> SitemapSource:
+        """This index, its rows read from ``parts``: the files of its sitemaps (fetched by the
+        crawl), in the index's order; rows are numbered across them."""
+        self._parts = list(parts)
+        return self
+
     def _open(self, path: Path, stack: ExitStack) -> Readable:
         name = os.fspath(path)
         f = stack.enter_context(open_input(path, name, "a sitemap"))

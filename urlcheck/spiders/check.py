@@ -33,10 +33,14 @@ from urlcheck.crawl.addon import distributed
 from urlcheck.crawl.failures import classify_failure
 from urlcheck.crawl.requests import RowRequests, retries_spent
 from urlcheck.crawl.runtime import ClusterRole, Runtime, runtime
+from urlcheck.crawl.sitemaps import SitemapFetcher, child_urls, is_remote
 from urlcheck.input.errors import InputError
 from urlcheck.input.feeder import HostFeeder
+from urlcheck.input.files import read_head
 from urlcheck.input.kind import open_source
+from urlcheck.input.sitemap import INDEX, URLSET, SitemapSource, sitemap_root
 from urlcheck.jobs.errors import JobError
+from urlcheck.jobs.files import JobMeta
 from urlcheck.jobs.resultsfile import plan_results
 
 if TYPE_CHECKING:
@@ -71,6 +75,7 @@ class CheckSpider(Spider):
             raise ValueError("the check spider needs the input file: -a csv=PATH")
         # Without csv: a worker of the distributed job `job` (docs/distributed.md).
         self.csv_path = Path(csv) if csv else None
+        self.input = csv  # as given: a path, or an http(s) URL of a sitemap
         self.job = job
         self.out = Path(out) if out else None
         self._closed_rows = set()
@@ -123,12 +128,19 @@ class CheckSpider(Spider):
         rt = self.runtime
         if self.csv_path is None:  # a worker: its scheduler claims work from Redis
             return
+        fetcher = self._sitemaps()
         try:
+            # An http(s) URL is a sitemap the crawl fetches first (kept in the job).
+            given = self.csv_path
+            if self.input is not None and is_remote(self.input):
+                given = await fetcher.fetch(self.input)
             results = rt.results = plan_results(
-                self.crawler.settings, self.out, self.csv_path, rt.config.recheck
+                self.crawler.settings, self.out, given, rt.config.recheck
             )
             # A job reads its own copy of the input (docs/jobs.md, "The job's input").
-            source = open_source(results.input_path or self.csv_path, sheet=self.sheet)
+            source = open_source(results.input_path or given, sheet=self.sheet)
+            if isinstance(source, SitemapSource) and source.root == INDEX:
+                source = await self._sitemaps_of(source, fetcher)
         except (InputError, JobError) as exc:
             logger.error("%s", exc)
             raise CloseSpider("input_error") from None
@@ -159,7 +171,7 @@ class CheckSpider(Spider):
         rt.total_rows = count + len(done)
         logger.info(
             "%s: %d rows, %d already done, %d to check across %d hosts (%d invalid)",
-            self.csv_path,
+            self.input,
             rt.total_rows,
             len(done),
             len(feeder),
@@ -206,6 +218,37 @@ class CheckSpider(Spider):
                 yield self._host_unavailable(task, url, down)
                 continue
             yield self.requests.request(task, url, [])
+
+    def _sitemaps(self) -> SitemapFetcher:
+        """Where fetched sitemaps are kept: the job's, reused when the job resumes."""
+        jobdir = self.crawler.settings.get("JOBDIR")
+        meta = JobMeta.load(Path(jobdir)) if jobdir else None
+        reuse = meta is not None and not meta.state.terminal
+        fetcher = SitemapFetcher(self.crawler, Path(jobdir) if jobdir else None, reuse=reuse)
+        self.crawler.signals.connect(fetcher.close, signal=signals.spider_closed, weak=False)
+        return fetcher
+
+    async def _sitemaps_of(self, index: SitemapSource, fetcher: SitemapFetcher) -> SitemapSource:
+        """The index with its sitemaps fetched, in its order; one that cannot be had is skipped
+        with a warning naming it (its rows are missing, the others are checked)."""
+        parts = []
+        for url in child_urls(index.sitemaps, self.input or str(index.path)):
+            try:
+                path = await fetcher.fetch(url)
+                if sitemap_root(read_head(path, url), url) != URLSET:
+                    raise InputError(f"{url}: a sitemap index inside an index; not followed")
+            except InputError as exc:
+                logger.warning("%s (its URLs are not checked)", exc)
+                continue
+            parts.append(path)
+        logger.info(
+            "%s: a sitemap index of %d sitemaps, %d read (%d fetched now)",
+            self.input,
+            len(index.sitemaps),
+            len(parts),
+            fetcher.fetched,
+        )
+        return index.with_parts(parts)
 
     async def _wait_for_room(self) -> None:
         # Woken when a row finishes; the timeout covers hosts whose back-off ends.
