@@ -12,6 +12,7 @@ from typing import Any
 import openpyxl
 import pytest
 
+from tests.input import workbooks
 from tests.input.workbooks import write_xlsx
 from urlcheck.input.errors import InputError
 from urlcheck.input.kind import open_source
@@ -186,3 +187,41 @@ def test_an_empty_sheet_is_refused(tmp_path):
     path = book(tmp_path / "e.xlsx", {"Empty": []})
     with pytest.raises(InputError, match="the sheet 'Empty' has no rows"):
         open_source(path)
+
+
+SHARED = [
+    (
+        "<si><t>https://a.example/?x=1&amp;y=&lt;2&gt;&#233;&#x41;</t></si>",
+        "https://a.example/?x=1&y=<2>éA",
+    ),
+    (
+        '<si><r><rPr><b/></rPr><t>https://b.example/</t></r><r><t xml:space="preserve">bold'
+        "</t></r><rPh><t>ignored</t></rPh></si>",
+        "https://b.example/bold",
+    ),
+    ("<si><t>https://c.example/\r\nline</t></si>", "https://c.example/\nline"),
+    ("<si/>", ""),
+]
+
+
+@pytest.mark.parametrize("odd", [None, "<si><t><![CDATA[https://d.example/<x>]]></t></si>"])
+def test_shared_strings_read_as_an_xml_parser_reads_them(tmp_path, odd):
+    entries = SHARED + ([(odd, "https://d.example/<x>")] if odd else [])
+    path = write_xlsx(
+        tmp_path / "s.xlsx", [["url"], *([f"placeholder{i}"] for i in range(len(entries)))]
+    )
+    # the table Excel wrote, replaced by one with these entries (in the same order)
+    table = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\r\n'
+        f'<sst xmlns="{workbooks.MAIN}" count="9" uniqueCount="9"><si><t>url</t></si>'
+        + "".join(xml for xml, _ in entries)
+        + "</sst>"
+    )
+    with zipfile.ZipFile(path) as old, zipfile.ZipFile(tmp_path / "t.xlsx", "w") as new:
+        for info in old.infolist():
+            data = old.read(info)
+            new.writestr(
+                info, table.encode() if info.filename.endswith("sharedStrings.xml") else data
+            )
+    records = read(open_source(tmp_path / "t.xlsx"))
+    assert [r.url for r in records] == [text for _, text in entries if text]
