@@ -121,7 +121,7 @@ def _main_help() -> str:
 def _check_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="urlcheck check",
-        usage="urlcheck check [CSV] [--out FILE] [--jobdir DIR] [-o FILE] [-s NAME=VALUE] "
+        usage="urlcheck check [INPUT] [--out FILE] [--jobdir DIR] [-o FILE] [-s NAME=VALUE] "
         "[--config FILE] ...",
         description=_wrap(
             "Check every URL of CSV: status, redirect chain, final URL and, where the CSV gives "

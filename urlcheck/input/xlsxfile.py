@@ -499,41 +499,55 @@ class XlsxSource:
                         number = int(elem.get("r"))
                     except (TypeError, ValueError):
                         number += 1
+                    width = len(elem)
+                    if not width:
+                        continue
+                    # Excel leaves empty cells out; when the last cell is in column `width`,
+                    # none was left out and the cells need not be placed one by one.
+                    ref = elem[width - 1].get("r")
+                    at = letters.get(ref.rstrip(digits)) if ref else width - 1
+                    dense = at == width - 1
                     cells: list[str] = []
                     for c in elem:  # <c> only, by the schema
+                        text = ""
                         try:
                             value = c[0]  # <v>, or a formula <f> before it
                         except IndexError:  # a cell with a style and no value
-                            continue
-                        kind = c.get("t")
-                        if value.tag != v_tag:
-                            value = c.find(is_tag if kind == "inlineStr" else v_tag)
+                            value = None
+                        if value is not None:
+                            kind = c.get("t")
+                            if value.tag != v_tag:
+                                value = c.find(is_tag if kind == "inlineStr" else v_tag)
                             if value is None:
-                                continue
-                        if kind == "s":
-                            try:
-                                text = get(int(value.text))
-                            except (TypeError, ValueError):
-                                text = ""
-                        elif kind == "inlineStr":
-                            text = _inline_text(value)
-                        else:
-                            text = value.text or ""
-                            if kind == "b":
-                                text = "TRUE" if text == "1" else "FALSE"
-                            elif dates and kind in (None, "n"):
-                                style = c.get("s")
-                                if style is not None and style.isdigit() and int(style) in dates:
-                                    text = _serial_to_text(text)
+                                pass
+                            elif kind == "s":
+                                try:  # noqa: SIM105 (cheaper than suppress, a million times)
+                                    text = get(int(value.text))
+                                except (TypeError, ValueError):
+                                    pass
+                            elif kind == "inlineStr":
+                                text = _inline_text(value)
+                            else:
+                                text = value.text or ""
+                                if kind == "b":
+                                    text = "TRUE" if text == "1" else "FALSE"
+                                elif dates and kind in (None, "n"):
+                                    style = c.get("s")
+                                    if style and style.isdigit() and int(style) in dates:
+                                        text = _serial_to_text(text)
+                        if dense:
+                            cells.append(text)
+                            continue
                         ref = c.get("r")
                         at = letters.get(ref.rstrip(digits)) if ref else None  # A to Z: inlined
                         if at is None:
                             at = _column(ref, len(cells))
                         if at == len(cells):
                             cells.append(text)
+                        elif at > len(cells):
+                            cells.extend([""] * (at - len(cells)))
+                            cells.append(text)
                         else:
-                            if at > len(cells):
-                                cells.extend([""] * (at - len(cells) + 1))
                             cells[at] = text
                     if not n & 4095:
                         # rows are children of sheetData: drop those read, keep the open one
