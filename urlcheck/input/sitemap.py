@@ -113,24 +113,30 @@ def sitemap_root(head: bytes, name: str) -> str:
     )
 
 
+def _iterparse(stream: Readable, tag: str) -> Iterator[tuple[str, Any]]:
+    """The ``tag`` elements (``url`` or ``sitemap``, any namespace), each once complete."""
+    return iter(
+        etree.iterparse(
+            stream,
+            events=("end",),
+            tag=f"{{*}}{tag}",
+            resolve_entities=False,
+            no_network=True,
+            load_dtd=False,
+            huge_tree=False,
+            remove_comments=True,
+            remove_pis=True,
+            remove_blank_text=True,  # the indentation between elements: 12 % faster, measured
+        )
+    )
+
+
 def _entries(stream: Readable, tag: str) -> Iterator[tuple[int, Any]]:
     """(ordinal, element) of each ``tag`` entry (``url`` or ``sitemap``) once it is complete;
     what was read before it is dropped a batch at a time (measured: faster than an entry at a
     time), so memory stays flat."""
-    parser = etree.iterparse(
-        stream,
-        events=("end",),
-        tag=f"{{*}}{tag}",
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        huge_tree=False,
-        remove_comments=True,
-        remove_pis=True,
-        remove_blank_text=True,  # the indentation between elements: 12 % faster, measured
-    )
     root = None
-    for n, (_, elem) in enumerate(parser, 1):
+    for n, (_, elem) in enumerate(_iterparse(stream, tag), 1):
         yield n, elem
         if root is None:
             root = elem.getroottree().getroot()
@@ -219,8 +225,13 @@ class SitemapSource:
             with ExitStack() as stack:
                 try:
                     # One loop, inlined: it runs a million times for a large sitemap.
-                    for _, elem in _entries(self._open(part, stack), "url"):
+                    root = None
+                    for _, elem in _iterparse(self._open(part, stack), "url"):
                         row += 1
+                        if root is None:  # as in _entries: the entries read, dropped in batches
+                            root = elem.getroottree().getroot()
+                        elif not row & 4095:
+                            del root[:-1]
                         if skip is not None and skip(row):
                             continue
                         if elem.tag != seen:  # the document's namespace (or none)

@@ -40,9 +40,16 @@ class Spool:
     def add(self, cells: list[str]) -> int:
         """Keep ``cells``; returns the offset to read them back at."""
         line = "\t".join(cells)
-        if "\n" in line or line.count("\t") != len(cells) - 1:
-            return self.add_line(_dumps(cells))  # ASCII
-        return self.add_line(f"={line}")
+        plain = "\n" not in line and line.count("\t") == len(cells) - 1
+        line = f"={line}" if plain else _dumps(cells)  # JSON: ASCII
+        # add_line, inlined (a million calls)
+        offset = self._size
+        self._size = offset + (len(line) if line.isascii() else len(_utf8(line))) + 1
+        pending = self._pending
+        pending.append(line)
+        if len(pending) >= 512:
+            self._flush()
+        return offset
 
     def add_line(self, line: str) -> int:
         """Keep a line :meth:`add` would make (for a reader that makes it faster itself)."""

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 MAX_PART_BYTES = 1 << 30  # a part of the workbook, decompressed (a million rows: ~100 MB)
 _IN_MEMORY_STRINGS = 4 << 20  # a shared-string table up to this size stays in memory
 _HEADER_SAMPLE_ROWS = 50
+_Build = Callable[[int, int, list[str], "str | None"], "Record"]
 _BLOCK_BITS = 18
 _BLOCK = 1 << _BLOCK_BITS  # the shared strings are read back 256 KiB at a time
 _BLOCKS = 16  # blocks kept: 4 MiB
@@ -228,12 +229,17 @@ class _Strings:
             self._file.flush()
 
     def get(self, index: int) -> str:
-        if self._list is not None:
-            return self._list[index] if 0 <= index < len(self._list) else ""
+        strings = self._list
+        if strings is not None:
+            try:
+                return strings[index]
+            except IndexError:
+                return ""
         offsets = self._offsets
-        if not 0 <= index < len(offsets) - 1:
+        try:
+            start, end = offsets[index], offsets[index + 1]
+        except IndexError:
             return ""
-        start, end = offsets[index], offsets[index + 1]
         block = start >> _BLOCK_BITS
         base = block << _BLOCK_BITS
         if end - base <= _BLOCK:
@@ -483,8 +489,18 @@ class XlsxSource:
 
     # --- rows ---------------------------------------------------------------------------------
 
-    def _rows(self, book: zipfile.ZipFile, strings: _Strings) -> Generator[tuple[int, list[str]]]:
-        """(sheet row number, cells as text) of every row holding a non-blank cell."""
+    def _rows(
+        self,
+        book: zipfile.ZipFile,
+        strings: _Strings,
+        build: _Build | None = None,
+        skip: Callable[[int], bool] | None = None,
+    ) -> Generator[Any]:
+        """(sheet row number, cells as text) of every row holding a non-blank cell; with
+        ``build``, the records of the data rows instead (built here, in the one loop that runs a
+        million times: measured faster than a second generator on top)."""
+        header_row = self._header_row if build is not None else 0
+        add = self._spool.add
         row_tag, v_tag, is_tag = (f"{{{_MAIN}}}{tag}" for tag in ("row", "v", "is"))
         dates = self._dates
         get = strings.get
@@ -554,10 +570,12 @@ class XlsxSource:
                         data = elem.getparent()
                         if data is not None:
                             del data[:-1]
-                    for cell in cells:
-                        if cell and not cell.isspace():
-                            yield number, cells
-                            break
+                    if not "".join(cells).strip(WHITESPACE):
+                        continue  # a blank row
+                    if build is None:
+                        yield number, cells
+                    elif number > header_row and (skip is None or not skip(number)):
+                        yield build(number, add(cells), cells, None)
             except etree.XMLSyntaxError as exc:
                 raise InputError(
                     f"{self._name}: a damaged workbook ({self._sheet_part}: {exc.msg})"
@@ -607,16 +625,11 @@ class XlsxSource:
 
     def records(self, skip: Callable[[int], bool] | None = None) -> Generator[Record]:
         """The sheet's data rows in order, each numbered as the sheet numbers it."""
-        spool = self._spool
-        spool.reset()
+        self._spool.reset()
         build = self._build
-        header_row = self._header_row
         with self._zip() as book:
             strings = self._strings or self._load_strings(book)
-            for number, cells in self._rows(book, strings):
-                if number <= header_row or (skip is not None and skip(number)):
-                    continue
-                yield build(number, spool.add(cells), cells, None)
+            yield from self._rows(book, strings, build, skip)
 
     def read_at(self, offset: int, row: int) -> Record:
         cells = self._spool.get(offset)
