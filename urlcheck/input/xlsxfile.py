@@ -525,22 +525,22 @@ class XlsxSource:
                     dense = at == width - 1
                     cells: list[str] = []
                     for c in elem:  # <c> only, by the schema
-                        text = ""
-                        try:
-                            value = c[0]  # <v>, or a formula <f> before it
-                        except IndexError:  # a cell with a style and no value
-                            value = None
-                        if value is not None:
-                            kind = c.get("t")
-                            if value.tag != v_tag:
+                        kind = c.get("t")
+                        if kind == "s":  # a shared string: its one child is <v>, its index
+                            try:
+                                text = get(int(c[0].text))
+                            except (IndexError, TypeError, ValueError):
+                                text = ""
+                        else:
+                            text = ""
+                            try:
+                                value = c[0]  # <v>, or a formula <f> before it
+                            except IndexError:  # a cell with a style and no value
+                                value = None
+                            if value is not None and value.tag != v_tag:
                                 value = c.find(is_tag if kind == "inlineStr" else v_tag)
                             if value is None:
                                 pass
-                            elif kind == "s":
-                                try:  # noqa: SIM105 (cheaper than suppress, a million times)
-                                    text = get(int(value.text))
-                                except (TypeError, ValueError):
-                                    pass
                             elif kind == "inlineStr":
                                 text = _inline_text(value)
                             else:
