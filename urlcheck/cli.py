@@ -122,7 +122,7 @@ def _main_help() -> str:
 def _check_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="urlcheck check",
-        usage="urlcheck check [CSV] [--out FILE] [--jobdir DIR] [-o FILE] [-s NAME=VALUE] "
+        usage="urlcheck check [INPUT] [--out FILE] [--jobdir DIR] [-o FILE] [-s NAME=VALUE] "
         "[--config FILE] ...",
         description=_wrap(
             "Check every URL of CSV: status, redirect chain, final URL and, where the CSV gives "
@@ -136,10 +136,17 @@ def _check_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "csv",
-        metavar="CSV",
+        metavar="INPUT",
         nargs="?",
-        help="the CSV of URLs (docs/csv-input.md); may be left out with --jobdir of an existing "
-        "job, which resumes from the job's own copy",
+        help="the URLs: a CSV, an .xlsx workbook, a sitemap (.xml or .xml.gz), a list (one URL "
+        "a line), or - for standard input; the kind is found from the content "
+        "(docs/csv-input.md); may be left out with --jobdir of an existing job, which resumes "
+        "from the job's own copy",
+    )
+    parser.add_argument(
+        "--sheet",
+        metavar="NAME",
+        help="the sheet of an .xlsx workbook to read (default: its first); same as -a sheet=NAME",
     )
     parser.add_argument(
         "--out",
@@ -214,6 +221,8 @@ def check_argv(args: Sequence[str]) -> list[str]:
     argv = ["crawl", "check"] + ([] if opts.csv is None else ["-a", f"csv={opts.csv}"])
     if opts.out:
         argv += ["-a", f"out={opts.out}"]
+    if opts.sheet:
+        argv += ["-a", f"sheet={opts.sheet}"]
     if opts.jobdir:
         argv += ["-s", f"JOBDIR={opts.jobdir}"]
     for output in opts.output:

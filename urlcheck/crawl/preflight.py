@@ -4,12 +4,15 @@ clear line and its own exit code instead of a traceback from inside the crawl.""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from urlcheck.config.crawlconfig import ConfigError, UrlcheckConfig
 from urlcheck.crawl.addon import distributed
-from urlcheck.input.csvfile import CsvSource, InputError
+from urlcheck.crawl.sitemaps import is_remote
+from urlcheck.input.errors import InputError
+from urlcheck.input.kind import open_source
 from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import INPUT_COPY, RESULTS_FILE
@@ -18,6 +21,7 @@ from urlcheck.jobs.lock import JobLock
 from urlcheck.jobs.nofollow import refuse_links
 from urlcheck.jobs.place import default_jobdir
 from urlcheck.jobs.prepare import check_input
+from urlcheck.jobs.stdin import STDIN, copy_stdin
 from urlcheck.jobs.writable import NotWritableError, refuse_unwritable
 from urlcheck.proxypool import StoreUnavailable
 
@@ -77,6 +81,9 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
     except ConfigError as exc:
         raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
     jobdir = choose_jobdir(settings, csv)
+    piped = ""
+    if csv == STDIN:
+        csv = spider_args["csv"] = piped = str(_stdin_input(jobdir))
     if not csv:
         copy = jobdir / INPUT_COPY if jobdir is not None else None
         if copy is None or not copy.is_file():
@@ -92,10 +99,12 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
         if recheck:
             settings.set("URLCHECK_RECHECK", str(recheck), priority="cmdline")
         config = UrlcheckConfig.from_settings(settings)
-        CsvSource(csv).close()
+        if not is_remote(csv):  # a sitemap's URL is fetched by the crawl
+            open_source(csv, sheet=spider_args.get("sheet") or None).close()
         check_proxy_store(config)
     except (ConfigError, InputError) as exc:
-        raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
+        message = str(exc).replace(piped, "standard input") if piped else str(exc)
+        raise PreflightError(message, ExitCode.INPUT_ERROR) from None
     if recheck and jobdir is None:
         raise PreflightError(
             "recheck: re-checking rows needs a job (drop --no-job)", ExitCode.INPUT_ERROR
@@ -128,7 +137,8 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
     except JobLockedError as exc:
         raise PreflightError(str(exc), ExitCode.LOCKED) from None
     try:
-        check_input(jobdir, Path(csv), recheck=bool(recheck))
+        if not is_remote(csv):
+            check_input(jobdir, Path(csv), recheck=bool(recheck))
     except JobError as exc:  # InputMismatchError among them
         lock.release()
         raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
@@ -157,6 +167,23 @@ def _check_not_in_use(results: Path) -> None:
         refuse_in_use(results)
     except ResultsInUseError as exc:
         raise PreflightError(str(exc), ExitCode.LOCKED) from None
+
+
+def _stdin_input(jobdir: Path | None) -> Path:
+    """``-a csv=-``: standard input, copied into the job (or a temporary file without one)."""
+    if sys.stdin is None or sys.stdin.isatty():
+        raise PreflightError(
+            "-: standard input is a terminal; pipe the URLs in (urlcheck check - < urls.txt)",
+            ExitCode.INPUT_ERROR,
+        )
+    try:
+        return copy_stdin(sys.stdin.buffer, jobdir)
+    except JobError as exc:
+        raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
+    except OSError as exc:
+        raise PreflightError(
+            f"-: cannot copy standard input ({exc.strerror or exc})", ExitCode.INPUT_ERROR
+        ) from None
 
 
 def _check_coordinator(

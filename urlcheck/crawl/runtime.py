@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from urlcheck.crawl.requests import RowRequests
     from urlcheck.crawl.terminal import Terminal
     from urlcheck.crawl.writefailure import WriteFailure
-    from urlcheck.input.csvfile import CsvSource
     from urlcheck.input.feeder import HostFeeder
+    from urlcheck.input.kind import Source
     from urlcheck.jobs.context import JobContext
     from urlcheck.jobs.resultsfile import ResultsPlan
     from urlcheck.proxypool import ProxyPool
@@ -68,7 +68,7 @@ class Runtime:
         self.cluster_role: ClusterRole | None = None
         # Set by distributed mode's coordinator extension: it queues the rows in Redis instead
         # of the spider requesting them, and reads the whole job's hosts for the host report.
-        self.feed_rows: Callable[[CsvSource, HostFeeder], Awaitable[None]] | None = None
+        self.feed_rows: Callable[[Source, HostFeeder], Awaitable[None]] | None = None
         self.job_hosts: Callable[[], Mapping[str, JobHost] | None] | None = None
         # Set by `urlcheck check` on a terminal: the progress bar the Progress extension draws.
         self.terminal: Terminal | None = None

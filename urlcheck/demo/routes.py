@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import functools
+import gzip
 import hashlib
 import html
 import ipaddress
@@ -340,6 +341,44 @@ def _bomb(mib: int) -> bytes:
     header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
     trailer = struct.pack("<II", crc, (mib * MIB) & 0xFFFFFFFF)
     return header + piece * mib + last + trailer
+
+
+@route("/sitemap.xml")
+async def sitemap(exchange: Exchange) -> Reply:
+    """A sitemap (urlset) of `n` URLs on this site, `path?r=<i>`, each with a lastmod; gzip=1."""
+    n = _int(exchange.request.arg("n"), "n", 0, 1_000_000, 3)
+    part = _int(exchange.request.arg("part"), "part", 0, 1_000_000, 0)
+    path = _header_safe(exchange.request.arg("path") or "/ok", "path")
+    entries = "".join(
+        f"<url><loc>{html.escape(exchange.url(f'{path}?r={part * n + i}'))}</loc>"
+        f"<lastmod>2024-01-{(part * n + i) % 28 + 1:02d}</lastmod></url>\n"
+        for i in range(1, n + 1)
+    )
+    return _xml(exchange, f"<urlset {_SITEMAP_NS}>\n{entries}</urlset>\n")
+
+
+@route("/sitemap-index.xml")
+async def sitemap_index(exchange: Exchange) -> Reply:
+    """A sitemap index of `parts` sitemaps of `n` URLs each (/sitemap.xml?part=<j>); gzip=1."""
+    parts = _int(exchange.request.arg("parts"), "parts", 0, 50_000, 2)
+    n = _int(exchange.request.arg("n"), "n", 0, 1_000_000, 3)
+    gz = "&amp;gzip=1" if exchange.request.arg("gzip") == "1" else ""
+    entries = "".join(
+        f"<sitemap><loc>{html.escape(exchange.url(f'/sitemap.xml?n={n}&part={j}'))}{gz}</loc>"
+        "</sitemap>\n"
+        for j in range(parts)
+    )
+    return _xml(exchange, f"<sitemapindex {_SITEMAP_NS}>\n{entries}</sitemapindex>\n")
+
+
+_SITEMAP_NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+
+
+def _xml(exchange: Exchange, body: str) -> Response:
+    data = b'<?xml version="1.0" encoding="UTF-8"?>\n' + body.encode()
+    if exchange.request.arg("gzip") == "1":  # a .xml.gz file: gzip as the body, not an encoding
+        return Response(200, (("Content-Type", "application/gzip"),), gzip.compress(data, mtime=0))
+    return Response(200, (("Content-Type", "application/xml"),), data)
 
 
 @route("/drop")

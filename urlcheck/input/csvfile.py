@@ -14,15 +14,15 @@ import hashlib
 import io
 import logging
 import os
-import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import TypeVar
 
 from urlcheck.input.errors import InputError
+from urlcheck.input.files import open_input, read_head
 from urlcheck.input.lines import CHUNK, MAX_LINE, UNREAD, Feed, Lines, physical_lines
+from urlcheck.input.record import TOO_LONG, Record
 from urlcheck.input.sniff import (
     EXPECTED_NAMES,
     SAMPLE_BYTES,
@@ -31,6 +31,7 @@ from urlcheck.input.sniff import (
     WHITESPACE,
     check_text,
     find,
+    header_names,
     is_header,
     line_decoder,
     name_key,
@@ -54,26 +55,6 @@ T = TypeVar("T")
 _Build = Callable[[int, int, list[str], "str | None"], T]
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    row: int  # 1-based data row number (header and blank lines not counted)
-    offset: int  # byte offset in the file where the record starts (for read_at)
-    url: str  # raw cell of the URL column
-    expected: str | None  # raw cell of the expected-target column; None if no column or empty
-    extra: dict[str, str]  # every other column by header name (header-less: col2, col3, ...)
-    problem: str | None = None  # set when the row was malformed CSV and was read leniently
-
-    @property
-    def unreadable(self) -> bool:
-        """The row's line was over the line limit and was not read: it has no cells, and its
-        result is an ``invalid_row`` line."""
-        return self.problem is not None and self.problem.startswith(TOO_LONG)
-
-
-# The start of an unreadable row's problem (and of its result's error_message).
-TOO_LONG = "the line is over the line limit"
-
-
 def too_long(size: int) -> str:
     return f"{TOO_LONG} ({size} bytes, at most {MAX_LINE}): not read"
 
@@ -92,6 +73,7 @@ def _sha256(f: io.BufferedReader) -> str:
 class CsvSource:
     """One CSV file of URLs: sniffed on construction, then streamed with ``records()``."""
 
+    kind = "csv"
     path: Path
     encoding: str
     delimiter: str
@@ -227,46 +209,10 @@ class CsvSource:
     # --- reading the head -------------------------------------------------------------------------
 
     def _open(self) -> io.BufferedReader:
-        try:
-            return self.path.open("rb")
-        except FileNotFoundError:
-            raise InputError(f"{self._name}: no such file") from None
-        except IsADirectoryError:
-            raise InputError(f"{self._name}: is a directory, not a CSV file") from None
-        except PermissionError:
-            if _is_dir(self.path):  # what Windows says for a directory
-                raise InputError(f"{self._name}: is a directory, not a CSV file") from None
-            raise InputError(f"{self._name}: permission denied") from None
-        except OSError as exc:
-            raise InputError(f"{self._name}: cannot open the file ({exc.strerror})") from None
-
-    def _refuse_a_stream(self) -> None:
-        """A pipe (``<(...)``, a FIFO) or a device can be read once only, and opening a FIFO
-        with no writer blocks forever: the CSV must be a file, which is read several times."""
-        try:
-            mode = self.path.stat().st_mode
-        except OSError:
-            return  # _open says what is wrong
-        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-            return
-        kind = (
-            "a pipe" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) else "not a file"
-        )
-        raise InputError(
-            f"{self._name}: is {kind}, not a file; urlcheck reads its CSV more than once (and "
-            "keeps a copy in the job): save it to a file first, then give that file"
-        )
+        return open_input(self.path, self._name)
 
     def _read_head(self) -> bytes:
-        self._refuse_a_stream()
-        with self._open() as f:
-            try:
-                head = f.read(SAMPLE_BYTES)
-            except OSError as exc:
-                raise InputError(f"{self._name}: cannot read the file ({exc.strerror})") from None
-        if not head:
-            raise InputError(f"{self._name}: the file is empty")
-        return head
+        return read_head(self.path, self._name)
 
     def _sample_lines(self) -> list[str]:
         lines: list[str] = []
@@ -282,16 +228,7 @@ class CsvSource:
     # --- columns ----------------------------------------------------------------------------------
 
     def _set_columns(self, first: list[str]) -> None:
-        names: list[str] = []
-        seen: set[str] = set()
-        for i, cell in enumerate(first):
-            name = cell or f"col{i + 1}"
-            k = 1
-            while name in seen:
-                name = f"{cell or f'col{i + 1}'}.{k}"
-                k += 1
-            seen.add(name)
-            names.append(name)
+        names = header_names(first)
         keys = [name_key(cell) for cell in first]
         url_index = find(keys, URL_NAMES)
         self._url_index = 0 if url_index is None else url_index
@@ -305,7 +242,7 @@ class CsvSource:
             for i, name in enumerate(names)
             if i not in (self._url_index, self._expected_index)
         ]
-        self._build = _record_builder(
+        self._build = record_builder(
             self._url_index, self._expected_index, self._extras, self._width
         )
 
@@ -317,7 +254,7 @@ class CsvSource:
         self._expected_index = None
         self._width = max(width, 1)
         self._extras = [(i, f"col{i + 1}") for i in range(1, self._width)]
-        self._build = _record_builder(0, None, self._extras, self._width)
+        self._build = record_builder(0, None, self._extras, self._width)
 
     # --- scanning ---------------------------------------------------------------------------------
 
@@ -453,7 +390,7 @@ _RECORD_SLOTS = tuple(
 )
 
 
-def _record_builder(
+def record_builder(
     url_index: int, expected_index: int | None, extras: list[tuple[int, str]], width: int
 ) -> Callable[[int, int, list[str], str | None], Record]:
     set_row, set_offset, set_url, set_expected, set_extra, set_problem = _RECORD_SLOTS
@@ -492,10 +429,3 @@ def _cells_at(
     row: int, offset: int, cells: list[str], problem: str | None
 ) -> tuple[int, list[str]]:
     return offset, cells
-
-
-def _is_dir(path: Path) -> bool:
-    try:
-        return path.is_dir()
-    except OSError:
-        return False

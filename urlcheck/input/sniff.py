@@ -181,6 +181,22 @@ def find(keys: list[str], names: tuple[str, ...]) -> int | None:
     return None
 
 
+def header_names(first: list[str]) -> list[str]:
+    """The column names of a header record: a blank cell is ``col<N>``, a repeated name gets
+    ``.1``, ``.2``... (as pandas does)."""
+    names: list[str] = []
+    seen: set[str] = set()
+    for i, cell in enumerate(first):
+        name = cell or f"col{i + 1}"
+        k = 1
+        while name in seen:
+            name = f"{cell or f'col{i + 1}'}.{k}"
+            k += 1
+        seen.add(name)
+        names.append(name)
+    return names
+
+
 def _looks_like_url(cell: str) -> bool:
     return _LOOKS_LIKE_URL.match(cell) is not None
 

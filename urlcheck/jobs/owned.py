@@ -14,15 +14,31 @@ from typing import TYPE_CHECKING
 
 from urlcheck.check.result import url_hash
 from urlcheck.input.csvfile import CsvSource
+from urlcheck.input.kind import open_source
+from urlcheck.input.sitemap import URLSET, SitemapSource
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 
-def row_url_hashes(csv_path: Path) -> array[int]:
-    """The hash (:func:`urlcheck.check.result.url_hash`) of every data row's URL cell, by row
-    number (index 0 unused)."""
-    hashes = array("q", [0])
-    with CsvSource(csv_path) as source:
-        hashes.extend(map(url_hash, source.urls()))
-    return hashes
+def row_url_hashes(input_path: Path) -> array[int] | None:
+    """The hash (:func:`urlcheck.check.result.url_hash`) of every row's URL cell, by row number
+    (index 0 unused; 0 for a number no row has). None when the file alone does not say: a
+    workbook (the sheet is the run's choice) or a sitemap index (its rows come from the
+    sitemaps it names, fetched by the crawl)."""
+    source = open_source(input_path)
+    try:
+        if isinstance(source, CsvSource):
+            hashes = array("q", [0])
+            hashes.extend(map(url_hash, source.urls()))  # rows are dense: the fast path
+            return hashes
+        if source.kind == "xlsx" or (isinstance(source, SitemapSource) and source.root != URLSET):
+            return None
+        hashes = array("q", [0])
+        for record in source.records():
+            if record.row >= len(hashes):
+                hashes.extend([0] * (record.row + 1 - len(hashes)))
+            hashes[record.row] = url_hash(record.url)
+        return hashes
+    finally:
+        source.close()

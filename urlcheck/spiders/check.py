@@ -34,11 +34,16 @@ from urlcheck.crawl.failures import classify_failure
 from urlcheck.crawl.requests import RowRequests, retries_spent
 from urlcheck.crawl.responsehead import LocationTooLongError
 from urlcheck.crawl.runtime import ClusterRole, Runtime, runtime
+from urlcheck.crawl.sitemaps import SitemapFetcher, child_urls, is_remote
 from urlcheck.crawl.writefailure import write_failed
-from urlcheck.input.csvfile import CsvSource, InputError, Record
 from urlcheck.input.duplicates import SameURL
+from urlcheck.input.errors import InputError
 from urlcheck.input.feeder import HostFeeder
+from urlcheck.input.files import read_head
+from urlcheck.input.kind import open_source
+from urlcheck.input.sitemap import INDEX, URLSET, SitemapSource, sitemap_root
 from urlcheck.jobs.errors import JobError
+from urlcheck.jobs.files import JobMeta
 from urlcheck.jobs.resultsfile import plan_results
 
 if TYPE_CHECKING:
@@ -48,6 +53,8 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
     from urlcheck.check.ledger import RowLedger
+    from urlcheck.input.kind import Source
+    from urlcheck.input.record import Record
     from urlcheck.politeness.circuit import Unavailable
 
 logger = logging.getLogger(__name__)
@@ -59,13 +66,20 @@ class CheckSpider(Spider):
     name = "check"
 
     def __init__(
-        self, csv: str | None = None, out: str | None = None, job: str | None = None, **kwargs: Any
+        self,
+        csv: str | None = None,
+        out: str | None = None,
+        job: str | None = None,
+        sheet: str | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.sheet = sheet or None  # a workbook's sheet (-a sheet=NAME); else its first
         if not csv and not job:
             raise ValueError("the check spider needs the input file: -a csv=PATH")
         # Without csv: a worker of the distributed job `job` (docs/distributed.md).
         self.csv_path = Path(csv) if csv else None
+        self.input = csv  # as given: a path, or an http(s) URL of a sitemap
         self.job = job
         self.out = Path(out) if out else None
         self._closed_rows = set()
@@ -118,12 +132,19 @@ class CheckSpider(Spider):
         rt = self.runtime
         if self.csv_path is None:  # a worker: its scheduler claims work from Redis
             return
+        fetcher = self._sitemaps()
         try:
+            # An http(s) URL is a sitemap the crawl fetches first (kept in the job).
+            given = self.csv_path
+            if self.input is not None and is_remote(self.input):
+                given = await fetcher.fetch(self.input)
             results = rt.results = plan_results(
-                self.crawler.settings, self.out, self.csv_path, rt.config.recheck
+                self.crawler.settings, self.out, given, rt.config.recheck
             )
-            # A job reads its own copy of the CSV (docs/jobs.md, "The job's input").
-            source = CsvSource(results.input_path or self.csv_path)
+            # A job reads its own copy of the input (docs/jobs.md, "The job's input").
+            source = open_source(results.input_path or given, sheet=self.sheet)
+            if isinstance(source, SitemapSource) and source.root == INDEX:
+                source = await self._sitemaps_of(source, fetcher)
         except (InputError, JobError) as exc:
             logger.error("%s", exc)
             raise CloseSpider("input_error") from None
@@ -144,18 +165,22 @@ class CheckSpider(Spider):
         self._source = source
         invalid: list[tuple[int, int]] = []
         count = 0
-        for record in source.records(skip=done.__contains__):
-            count += 1
-            try:
-                target = normalise_input(record.url)
-            except InvalidURL:
-                invalid.append((record.row, record.offset))
-            else:
-                feeder.add(record.row, record.offset, target.host)
-                if same is not None:
-                    same.add(without_userinfo(target.url))
-            if count % _INDEX_YIELD_EVERY == 0:
-                await asyncio.sleep(0)  # keep the event loop (signals, timers) responsive
+        try:
+            for record in source.records(skip=done.__contains__):
+                count += 1
+                try:
+                    target = normalise_input(record.url)
+                except InvalidURL:
+                    invalid.append((record.row, record.offset))
+                else:
+                    feeder.add(record.row, record.offset, target.host)
+                    if same is not None:
+                        same.add(without_userinfo(target.url))
+                if count % _INDEX_YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # keep the event loop (signals, timers) responsive
+        except InputError as exc:  # found past the head: a gzip bomb, a damaged archive
+            logger.error("%s", exc)
+            raise CloseSpider("input_error") from None
         if same is not None:
             for _ in same.resolve(*feeder.indexed()):
                 await asyncio.sleep(0)
@@ -164,7 +189,7 @@ class CheckSpider(Spider):
         logger.info(
             "%s: %d rows, %d already done, %d to check across %d hosts (%d invalid, "
             "%d asking for an earlier row's URL: checked with it)",
-            self.csv_path,
+            self.input,
             rt.total_rows,
             len(done),
             len(feeder),
@@ -222,7 +247,7 @@ class CheckSpider(Spider):
     # --- rows asking for the same URL (urlcheck.input.duplicates) -------------------------------
 
     _same_url: SameURL | None = None
-    _source: CsvSource
+    _source: Source
 
     def _with_copies(self, line: Result) -> Iterator[Request | Result]:
         """``line``, then the line of each row held as a copy of its URL, one at a time (a
@@ -252,6 +277,37 @@ class CheckSpider(Spider):
     def _wake(self) -> None:
         if self._room is not None and not self._room.done():
             self._room.set_result(None)
+
+    def _sitemaps(self) -> SitemapFetcher:
+        """Where fetched sitemaps are kept: the job's, reused when the job resumes."""
+        jobdir = self.crawler.settings.get("JOBDIR")
+        meta = JobMeta.load(Path(jobdir)) if jobdir else None
+        reuse = meta is not None and not meta.state.terminal
+        fetcher = SitemapFetcher(self.crawler, Path(jobdir) if jobdir else None, reuse=reuse)
+        self.crawler.signals.connect(fetcher.close, signal=signals.spider_closed, weak=False)
+        return fetcher
+
+    async def _sitemaps_of(self, index: SitemapSource, fetcher: SitemapFetcher) -> SitemapSource:
+        """The index with its sitemaps fetched, in its order; one that cannot be had is skipped
+        with a warning naming it (its rows are missing, the others are checked)."""
+        parts = []
+        for url in child_urls(index.sitemaps, self.input or str(index.path)):
+            try:
+                path = await fetcher.fetch(url)
+                if sitemap_root(read_head(path, url), url) != URLSET:
+                    raise InputError(f"{url}: a sitemap index inside an index; not followed")
+            except InputError as exc:
+                logger.warning("%s (its URLs are not checked)", exc)
+                continue
+            parts.append(path)
+        logger.info(
+            "%s: a sitemap index of %d sitemaps, %d read (%d fetched now)",
+            self.input,
+            len(index.sitemaps),
+            len(parts),
+            fetcher.fetched,
+        )
+        return index.with_parts(parts)
 
     async def _wait_for_room(self) -> None:
         # Woken when a row finishes; the timeout covers hosts whose back-off ends.

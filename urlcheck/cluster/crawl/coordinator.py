@@ -1,7 +1,7 @@
 """The coordinator: the one process of a distributed job that reads the CSV and writes
 results.jsonl (it also checks URLs, like any worker).
 
-* Feeding: the spider's CsvSource and HostFeeder, as in one process (a few rows ahead per host,
+* Feeding: the spider's Source and HostFeeder, as in one process (a few rows ahead per host,
   bounded overall), through the crawl runtime's ``feed_rows`` hook; a row counts as open until
   its result is on disk here.
 * Collecting: committed results come from the Redis stream; each line is appended unless its
@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from twisted.internet.task import LoopingCall
 
     from urlcheck.cluster.task import Task
-    from urlcheck.input.csvfile import CsvSource
     from urlcheck.input.feeder import HostFeeder, RowRef
+    from urlcheck.input.kind import Source
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class Coordinator:
     def __init__(self, crawler: Crawler, runtime: ClusterRuntime) -> None:
         self.crawler = crawler
         self.runtime = runtime
-        self.source: CsvSource | None = None
+        self.source: Source | None = None
         self.feeder: HostFeeder | None = None
         self.collector: ResultCollector | None = None
         self.outstanding: dict[int, RowRef] = {}  # rows queued in Redis, result not on disk
@@ -108,7 +108,7 @@ class Coordinator:
 
     # --- feeding ---------------------------------------------------------------------------------
 
-    async def feed(self, source: CsvSource, feeder: HostFeeder) -> None:
+    async def feed(self, source: Source, feeder: HostFeeder) -> None:
         """Queue every open row in Redis, a few ahead per host; returns when all are queued."""
         self.source, self.feeder = source, feeder
         results = runtime(self.crawler).results

@@ -1,0 +1,197 @@
+"""Each input kind found from its content and read as the input numbers its rows: plain lists,
+sitemaps (plain, gzip, hostile); what is none of them refused in one line."""
+
+from __future__ import annotations
+
+import gzip
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from urlcheck.input.errors import InputError
+from urlcheck.input.kind import open_source, sniff_kind
+from urlcheck.input.sitemap import SitemapSource
+
+if TYPE_CHECKING:
+    from urlcheck.input.record import Record
+
+NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+
+
+def write(tmp_path: Path, data: bytes, name: str = "input") -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def read(path: Path) -> tuple[str, list[Record]]:
+    """The kind and every record, each checked to come back identical from read_at."""
+    source = open_source(path)
+    try:
+        records = list(source.records())
+        for record in reversed(records):
+            assert source.read_at(record.offset, record.row) == record
+        return source.kind, records
+    finally:
+        source.close()
+
+
+def urls(records: list[Record]) -> list[tuple[int, str]]:
+    return [(r.row, r.url) for r in records]
+
+
+# --- what kind ---
+
+
+@pytest.mark.parametrize(
+    ("data", "kind"),
+    [
+        (b"url,expected\nhttps://a/,https://b/\n", "csv"),
+        (b"url\nhttps://a/\nhttps://b/\n", "csv"),  # one named column: still a CSV
+        (b"https://a/,https://b/\nhttps://c/,https://d/\n", "csv"),
+        (b"#,url\n1,https://a/\n", "csv"),  # "#" as a column name is no comment
+        (b'"https://a/"\n"https://b/"\n', "csv"),  # quoted cells
+        (b"https://a/\nhttps://b/\n", "list"),
+        (b"# mine\nhttps://a/?x=1,2\nwww.b.example\n", "list"),
+        (b"\xef\xbb\xbfhttps://a/\r\n", "list"),
+        (f"<urlset {NS}><url><loc>https://a/</loc></url></urlset>".encode(), "sitemap"),
+        (b'<?xml version="1.0"?>\n<!-- hi --><sitemapindex/>', "sitemap"),
+        (gzip.compress(b"<urlset/>", mtime=0), "sitemap"),
+        (b"PK\x03\x04rest", "xlsx"),
+    ],
+)
+def test_the_kind_comes_from_the_content(data, kind):
+    assert sniff_kind(data, "f") == kind
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"<html><body>hi</body></html>", "f: an HTML page (its root is <html>), not a sitemap"),
+        (b'<?xml version="1.0"?><rss/>', "f: XML (its root is <rss>), not a sitemap"),
+        (gzip.compress(b"https://a/\n", mtime=0), "f: a gzip archive that holds no sitemap"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "f: not a CSV text file, it looks like a PNG image"),
+        # a DTD is where entity bombs and external entities live: no sitemap has one
+        (
+            b'<?xml version="1.0"?><!DOCTYPE u [<!ENTITY a "aaaaaaaa"><!ENTITY b "&a;&a;&a;">]>'
+            b"<urlset><url><loc>&b;</loc></url></urlset>",
+            "f: an XML document with a DTD; a sitemap has none, refused",
+        ),
+        (
+            b'<!DOCTYPE urlset SYSTEM "file:///etc/passwd"><urlset/>',
+            "f: an XML document with a DTD; a sitemap has none, refused",
+        ),
+    ],
+)
+def test_what_is_no_input_is_refused_in_one_line(data, message):
+    with pytest.raises(InputError) as info:
+        sniff_kind(data, "f")
+    assert str(info.value).startswith(message)
+    assert "\n" not in str(info.value)
+
+
+# --- plain lists ---
+
+
+def test_a_list_numbers_its_rows_by_line_and_keeps_each_line_whole(tmp_path):
+    data = b"# my URLs\nhttps://a.example/\n\n  https://b.example/?q=1,2  \r\n\t# off\nc.example\n"
+    kind, records = read(write(tmp_path, data))
+    assert kind == "list"
+    assert urls(records) == [
+        (2, "https://a.example/"),
+        (4, "https://b.example/?q=1,2"),
+        (6, "c.example"),
+    ]
+    assert all(r.expected is None and r.extra == {} for r in records)
+    assert records[0].offset == data.index(b"https://a")
+
+
+def test_a_list_in_utf16_and_a_list_of_comments(tmp_path):
+    data = "https://a.example/ü\r\nhttps://b.example/\r\n".encode("utf-16")
+    kind, records = read(write(tmp_path, data))
+    assert (kind, urls(records)) == (
+        "list",
+        [(1, "https://a.example/ü"), (2, "https://b.example/")],
+    )
+    with pytest.raises(InputError, match="the list holds no URL, only blank or # lines"):
+        open_source(write(tmp_path, b"# nothing yet\n\n# really\n", "empty.txt"))
+
+
+def test_a_resume_skips_done_lines(tmp_path):
+    source = open_source(write(tmp_path, b"https://a/\n# c\nhttps://b/\nhttps://c/\n"))
+    assert urls(list(source.records(skip={1, 3}.__contains__))) == [(4, "https://c/")]
+
+
+# --- sitemaps ---
+
+URLSET = f"""<?xml version="1.0" encoding="UTF-8"?>
+<!-- made by hand -->
+<urlset {NS} xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">
+  <url>
+    <loc>
+      https://a.example/
+    </loc>
+    <lastmod>2024-01-02</lastmod>
+    <image:image><image:loc>https://img.example/1.png</image:loc></image:image>
+  </url>
+  <url><lastmod>2024-03-04T05:06:07+00:00</lastmod></url>
+  <url><changefreq>daily</changefreq><loc>https://b.example/?a=1&amp;b=2</loc></url>
+  <url><loc>https://c.example/tab\there</loc><lastmod>
+</lastmod></url>
+</urlset>
+""".encode()
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["xml", "xml.gz"])
+def test_a_sitemap_gives_each_url_its_ordinal_and_lastmod(tmp_path, packed):
+    data = gzip.compress(URLSET) if packed else URLSET
+    kind, records = read(write(tmp_path, data, "sitemap.xml.gz" if packed else "sitemap.xml"))
+    assert kind == "sitemap"
+    assert [(r.row, r.url, r.extra) for r in records] == [
+        (1, "https://a.example/", {"lastmod": "2024-01-02"}),
+        (2, "", {"lastmod": "2024-03-04T05:06:07+00:00"}),  # no <loc>: an invalid_url row
+        (3, "https://b.example/?a=1&b=2", {}),
+        (4, "https://c.example/tab\there", {}),
+    ]
+
+
+def test_a_sitemap_without_namespace_and_a_resume(tmp_path):
+    entries = "".join(f"<url><loc>https://a.example/{i}</loc></url>" for i in range(1, 10_001))
+    path = write(tmp_path, f"<urlset>{entries}</urlset>".encode())
+    kind, records = read(path)
+    assert (kind, len(records), records[-1].url) == ("sitemap", 10_000, "https://a.example/10000")
+    source = open_source(path)
+    left = list(source.records(skip=lambda row: row <= 9_998))
+    assert urls(left) == [(9_999, "https://a.example/9999"), (10_000, "https://a.example/10000")]
+    assert source.read_at(left[0].offset, 9_999) == left[0]
+
+
+def test_a_sitemap_that_breaks_off_keeps_the_entries_before(tmp_path, caplog):
+    path = write(tmp_path, URLSET[: URLSET.index(b"<changefreq>")])
+    with caplog.at_level(logging.WARNING):
+        _kind, records = read(path)
+    assert [r.row for r in records] == [1, 2]
+    assert f"{path}: not well-formed XML at line" in caplog.text
+    assert "the entries after it are not read" in caplog.text
+
+
+def test_a_gzip_bomb_stops_at_the_cap(tmp_path):
+    entry = b"<url><loc>https://a.example/</loc></url>"
+    bomb = write(tmp_path, gzip.compress(b"<urlset>" + entry * 100_000 + b"</urlset>"))
+    source = SitemapSource(bomb, max_bytes=1 << 20)
+    with pytest.raises(InputError, match="over 1,048,576 bytes once decompressed"):
+        for _ in source.records():
+            pass
+    source.close()
+
+
+def test_entities_are_never_expanded(tmp_path):
+    # past the DTD check (none declared): an undeclared entity is an XML error, not a fetch
+    path = write(
+        tmp_path,
+        f"<urlset {NS}><url><loc>https://a/</loc></url><url><loc>&x;</loc></url></urlset>".encode(),
+    )
+    _kind, records = read(path)
+    assert urls(records) == [(1, "https://a/")]

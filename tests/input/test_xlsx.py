@@ -1,0 +1,227 @@
+"""The .xlsx reader on workbooks written by openpyxl (inline strings, styles, dates) and as Excel
+saves them (shared strings: tests/input/workbooks.py): the CSV's columns and header detection,
+the sheet's own row numbers, a named sheet, and what is refused."""
+
+from __future__ import annotations
+
+import datetime as dt
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+import pytest
+
+from tests.input import workbooks
+from tests.input.workbooks import write_xlsx
+from urlcheck.input.errors import InputError
+from urlcheck.input.kind import open_source
+from urlcheck.input.xlsxfile import XlsxSource
+
+DAY, WHEN = dt.date(2024, 5, 6), dt.datetime(2024, 1, 2, 3, 4, 5)
+NO_WORKBOOK = "a ZIP archive that is no .xlsx workbook"
+
+
+def book(path: Path, sheets: dict[str, list[tuple[int, list[Any]]]]) -> Path:
+    """A workbook with ``sheets``: name -> (sheet row, cells) pairs."""
+    wb = openpyxl.Workbook()
+    wb.remove(wb.active)
+    for name, rows in sheets.items():
+        ws = wb.create_sheet(name)
+        for number, cells in rows:
+            for column, value in enumerate(cells, 1):
+                if value is not None:
+                    ws.cell(row=number, column=column, value=value)
+    wb.save(path)
+    return path
+
+
+def read(source):
+    try:
+        records = list(source.records())
+        for record in reversed(records):
+            assert source.read_at(record.offset, record.row) == record
+        return records
+    finally:
+        source.close()
+
+
+def test_header_columns_and_the_sheets_row_numbers(tmp_path):
+    path = book(
+        tmp_path / "links.xlsx",
+        {
+            "Links": [
+                (1, ["Old URL", "Target", "Notes", "Checked", "Count", "Live"]),
+                (
+                    2,
+                    [
+                        "https://a.example/",
+                        "https://b.example/",
+                        "first",
+                        dt.date(2024, 5, 6),
+                        3,
+                        True,
+                    ],
+                ),
+                # rows 3 and 4 blank: skipped, their numbers kept
+                (
+                    5,
+                    [
+                        "https://c.example/?a=1&b=2",
+                        None,
+                        None,
+                        dt.datetime(2024, 1, 2, 3, 4, 5),
+                        1.5,
+                        False,
+                    ],
+                ),
+                (6, [None, "https://d.example/"]),  # no URL: an invalid_url row
+            ]
+        },
+    )
+    source = open_source(path)
+    assert isinstance(source, XlsxSource)
+    assert (source.header, source.url_column, source.expected_column) == (
+        ["Old URL", "Target", "Notes", "Checked", "Count", "Live"],
+        "Old URL",
+        "Target",
+    )
+    records = read(source)
+    assert [(r.row, r.url, r.expected, r.extra) for r in records] == [
+        (2, "https://a.example/", "https://b.example/",
+         {"Notes": "first", "Checked": "2024-05-06", "Count": "3", "Live": "TRUE"}),
+        (5, "https://c.example/?a=1&b=2", None,
+         {"Notes": "", "Checked": "2024-01-02T03:04:05", "Count": "1.5", "Live": "FALSE"}),
+        (6, "", "https://d.example/", {"Notes": "", "Checked": "", "Count": "", "Live": ""}),
+    ]  # fmt: skip
+
+
+def test_a_named_sheet_headerless_and_a_resume(tmp_path):
+    rows = [(n, [f"https://a.example/{n}", f"note {n}"]) for n in range(3, 8)]
+    path = book(tmp_path / "b.xlsx", {"Intro": [(1, ["read me"])], "URLs": rows})
+    source = open_source(path, sheet="URLs")
+    assert isinstance(source, XlsxSource)
+    assert (source.sheet, source.has_header, source.url_column) == ("URLs", False, 0)
+    records = read(source)
+    assert [(r.row, r.url, r.extra) for r in records][:2] == [
+        (3, "https://a.example/3", {"col2": "note 3"}),
+        (4, "https://a.example/4", {"col2": "note 4"}),
+    ]
+    source = open_source(path, sheet="URLs")
+    assert [r.row for r in source.records(skip=lambda row: row < 7)] == [7]
+    source.close()
+    with pytest.raises(InputError) as info:
+        open_source(path, sheet="Nope")
+    assert str(info.value) == f"{path}: no sheet named 'Nope' (sheets: 'Intro', 'URLs')"
+    with pytest.raises(InputError, match=r"a sheet was named .* but this is no \.xlsx workbook"):
+        (tmp_path / "l.txt").write_text("https://a/\n")
+        open_source(tmp_path / "l.txt", sheet="URLs")
+
+
+def test_a_streamed_workbook_with_inline_strings(tmp_path):
+    wb = openpyxl.Workbook(write_only=True)
+    ws = wb.create_sheet("S")
+    ws.append(["url", "expected"])
+    for n in range(2, 3002):
+        ws.append([f"https://a.example/{n}", None if n % 2 else f"https://b.example/{n}"])
+    wb.save(tmp_path / "w.xlsx")
+    records = read(open_source(tmp_path / "w.xlsx"))
+    assert len(records) == 3000
+    assert (records[0].row, records[0].url, records[0].expected) == (
+        2,
+        "https://a.example/2",
+        "https://b.example/2",
+    )
+    assert (records[-1].row, records[-1].expected) == (3001, None)
+
+
+def test_many_distinct_strings_are_read_back_from_disk(tmp_path):
+    # Excel's shared strings, past the in-memory limit of their table: kept in a file
+    rows = [["url", "note"]] + [
+        [f"https://host{n % 7}.example/{'x' * 100}?a=1&b={n}", "é" * (n % 5)]
+        for n in range(2, 40_002)
+    ]
+    path = write_xlsx(tmp_path / "big.xlsx", rows)
+    source = XlsxSource(path)
+    assert source._strings is not None and source._strings._file is not None
+    records = read(source)
+    assert len(records) == 40_000
+    assert records[0].row == 2
+    assert records[-1].url == f"https://host{40_001 % 7}.example/{'x' * 100}?a=1&b=40001"
+    assert [r.extra for r in records[:5]] == [{"note": "é" * (n % 5)} for n in range(2, 7)]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda z: z.writestr("content.xml", "<office/>"),
+            "a ZIP archive that is no .xlsx workbook",
+        ),
+        (
+            lambda z: z.writestr("word/document.xml", "<w/>"),
+            "a ZIP archive that is no .xlsx workbook",
+        ),
+    ],
+)
+def test_a_zip_that_is_no_workbook_is_refused(tmp_path, make, message):
+    path = tmp_path / "x.xlsx"
+    with zipfile.ZipFile(path, "w") as z:
+        make(z)
+    with pytest.raises(InputError) as info:
+        open_source(path)
+    assert str(info.value).startswith(f"{path}: {message}")
+
+
+def test_a_zip_bomb_stops_at_the_cap(tmp_path):
+    path = book(
+        tmp_path / "bomb.xlsx", {"S": [(n, [f"https://a.example/{n}"]) for n in range(1, 20_000)]}
+    )
+    source = XlsxSource(path, max_bytes=200_000)  # the sheet part is larger, decompressed
+    with pytest.raises(InputError, match=r"over 200,000 bytes once decompressed; refused"):
+        list(source.records())
+    source.close()
+
+
+def test_an_empty_sheet_is_refused(tmp_path):
+    path = book(tmp_path / "e.xlsx", {"Empty": []})
+    with pytest.raises(InputError, match="the sheet 'Empty' has no rows"):
+        open_source(path)
+
+
+SHARED = [
+    (
+        "<si><t>https://a.example/?x=1&amp;y=&lt;2&gt;&#233;&#x41;</t></si>",
+        "https://a.example/?x=1&y=<2>éA",
+    ),
+    (
+        '<si><r><rPr><b/></rPr><t>https://b.example/</t></r><r><t xml:space="preserve">bold'
+        "</t></r><rPh><t>ignored</t></rPh></si>",
+        "https://b.example/bold",
+    ),
+    ("<si><t>https://c.example/\r\nline</t></si>", "https://c.example/\nline"),
+    ("<si/>", ""),
+]
+
+
+@pytest.mark.parametrize("odd", [None, "<si><t><![CDATA[https://d.example/<x>]]></t></si>"])
+def test_shared_strings_read_as_an_xml_parser_reads_them(tmp_path, odd):
+    entries = SHARED + ([(odd, "https://d.example/<x>")] if odd else [])
+    path = write_xlsx(
+        tmp_path / "s.xlsx", [["url"], *([f"placeholder{i}"] for i in range(len(entries)))]
+    )
+    # the table Excel wrote, replaced by one with these entries (in the same order)
+    table = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\r\n'
+        f'<sst xmlns="{workbooks.MAIN}" count="9" uniqueCount="9"><si><t>url</t></si>'
+        + "".join(xml for xml, _ in entries)
+        + "</sst>"
+    )
+    with zipfile.ZipFile(path) as old, zipfile.ZipFile(tmp_path / "t.xlsx", "w") as new:
+        for info in old.infolist():
+            data = old.read(info)
+            new.writestr(
+                info, table.encode() if info.filename.endswith("sharedStrings.xml") else data
+            )
+    records = read(open_source(tmp_path / "t.xlsx"))
+    assert [r.url for r in records] == [text for _, text in entries if text]

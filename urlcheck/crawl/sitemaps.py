@@ -1,0 +1,134 @@
+"""Sitemaps fetched by the crawl itself: an input given as an http(s) URL, and the sitemaps a
+sitemap index names (docs/csv-input.md, "Sitemaps").
+
+Each is one request through the engine's downloader (``download_async``): the downloader
+middlewares apply (robots.txt, the address guard, proxies, the user agent) and so does the
+host's download slot, so a sitemap is fetched as politely as any checked URL. Redirects are
+followed by hand (the crawl's redirects are off), at most :data:`MAX_REDIRECTS`, http(s) only.
+Scrapy's DOWNLOAD_MAXSIZE bounds each body; the reader caps a gzip body once decompressed.
+
+What is fetched is kept: in the job directory under ``sitemaps/`` (so that a resume reads the
+same documents without fetching them again), or without a job in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin, urlsplit
+
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http.request import NO_CALLBACK
+
+from urlcheck.input.errors import InputError
+from urlcheck.jobs.nofollow import open_nofollow, replace_temp
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+SITEMAPS_DIR = "sitemaps"
+MAX_REDIRECTS = 5
+META = "urlcheck_sitemap"  # marks the request of a sitemap (not a row)
+
+
+def is_remote(arg: str | None) -> bool:
+    """Whether an input argument is an http(s) URL rather than a file's path."""
+    if not arg:
+        return False
+    parts = urlsplit(arg)
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
+
+
+class SitemapFetcher:
+    """Fetches sitemaps through ``crawler``'s engine into ``folder``; with ``reuse`` (resuming
+    a job) a document fetched before is read from there instead."""
+
+    def __init__(self, crawler: Crawler, jobdir: Path | None, *, reuse: bool) -> None:
+        self.crawler = crawler
+        self._temporary = jobdir is None
+        self.folder = (
+            Path(tempfile.mkdtemp(prefix="urlcheck-sitemaps-"))
+            if jobdir is None
+            else jobdir / SITEMAPS_DIR
+        )
+        self.reuse = reuse and jobdir is not None
+        self.fetched = 0
+
+    def path_for(self, url: str) -> Path:
+        digest = hashlib.sha256(url.encode("utf-8", "surrogateescape")).hexdigest()
+        return self.folder / f"{digest[:24]}.xml"
+
+    async def fetch(self, url: str) -> Path:
+        """The file holding the sitemap at ``url``; InputError (one line) when it cannot be
+        had."""
+        path = self.path_for(url)
+        if self.reuse and path.is_file() and not path.is_symlink():
+            return path
+        body = await self._download(url)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if self.folder.is_symlink():
+            raise InputError(f"{self.folder}: a symbolic link; refused")
+        tmp = replace_temp(path)
+        try:
+            with open_nofollow(tmp, "xb") as out:
+                out.write(body)
+            tmp.replace(path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        self.fetched += 1
+        return path
+
+    async def _download(self, url: str) -> bytes:
+        engine = self.crawler.engine
+        assert engine is not None
+        where = url
+        for _ in range(MAX_REDIRECTS + 1):
+            if not is_remote(where):
+                raise InputError(f"{url}: the sitemap redirects to {where!r}, not an http(s) URL")
+            request = Request(where, callback=NO_CALLBACK, dont_filter=True, meta={META: True})
+            try:
+                response = await engine.download_async(request)
+            except IgnoreRequest as exc:
+                raise InputError(
+                    f"{url}: the sitemap was not fetched ({exc or 'refused, robots.txt?'})"
+                ) from None
+            except Exception as exc:  # noqa: BLE001 (any failure to download: one line)
+                raise InputError(
+                    f"{url}: the sitemap could not be fetched ({type(exc).__name__}: {exc})"
+                ) from None
+            location = response.headers.get(b"Location")
+            if response.status in (301, 302, 303, 307, 308) and location:
+                where = urljoin(where, location.decode("latin-1").strip())
+                continue
+            if response.status != 200:
+                raise InputError(
+                    f"{url}: the sitemap could not be fetched (HTTP {response.status})"
+                )
+            return response.body
+        raise InputError(f"{url}: the sitemap redirects more than {MAX_REDIRECTS} times")
+
+    def close(self) -> None:
+        if self._temporary:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def child_urls(children: list[str], index: str) -> list[str]:
+    """The http(s) sitemaps an index names, relative ones resolved against the index's URL
+    (when it has one); the others are skipped with a warning."""
+    base = index if is_remote(index) else ""
+    found = []
+    for child in children:
+        url = urljoin(base, child) if base else child
+        if is_remote(url):
+            found.append(url)
+        else:
+            logger.warning("%s: skipped the sitemap %r (not an http(s) URL)", index, child)
+    return found
