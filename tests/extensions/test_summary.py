@@ -46,9 +46,16 @@ async def test_warnings_are_counted_per_row_and_summed_up(site, tmp_path, caplog
         k.rpartition("/")[2]: v for k, v in stats.items() if k.startswith("urlcheck/warning/")
     }
     assert warned == Counter(w for r in results for w in r["warnings"])
-    assert warned == {"location_backslash": 3, "location_ipv4_numeric": 1, "temporary_redirect": 1}
+    # Row 3 goes 127.0.0.2 -> 127.0.0.3 -> 127.0.0.2 -> 127.0.0.3: a chain, and a round trip.
+    assert warned == {
+        "location_backslash": 3,
+        "location_ipv4_numeric": 1,
+        "temporary_redirect": 1,
+        "redirect_chain": 1,
+        "host_round_trip": 1,
+    }
     [block] = [r.message for r in caplog.records if r.message.startswith("urlcheck summary")]
     assert (
-        "  warnings (rows): location_backslash 3, location_ipv4_numeric 1, temporary_redirect 1"
-        in block.splitlines()
+        "  warnings (rows): host_round_trip 1, location_backslash 3, location_ipv4_numeric 1, "
+        "redirect_chain 1, temporary_redirect 1" in block.splitlines()
     )

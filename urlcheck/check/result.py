@@ -14,10 +14,13 @@ import time
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from urlcheck.check.audit import chain_findings
+from urlcheck.check.finalpage import page_findings
 from urlcheck.check.verdict import VerdictRules, judge
 from urlcheck.clock import utc_iso
 
 if TYPE_CHECKING:
+    from urlcheck.check.finalpage import FinalPage
     from urlcheck.check.hops import Hop, RowTask
 
 
@@ -41,6 +44,7 @@ class Result:
     verdict: str | None
     reasons: list[str]
     warnings: list[str]
+    final_page: FinalPage | None
     notes: list[str]
     retries: int
     retry_after: float | None
@@ -110,6 +114,7 @@ def build_result(
     retries: int = 0,
     retry_after: float | None = None,
     proxy: str | None = None,
+    final_page: FinalPage | None = None,
 ) -> Result:
     first = chain[0] if chain else None
     last = chain[-1] if chain else None
@@ -117,6 +122,16 @@ def build_result(
     final_url = None if broken or last is None else last["url"]
     final_status = None if broken or last is None else last["status"]
     hops = max(len(chain) - 1, 0)
+    findings: list[str] = []
+    if final_url is not None:  # the audit judges chains that ended at a response
+        judged = bool(task.expected and task.expected.strip())
+        findings = chain_findings(
+            chain, judged=judged, expected=task.expected, requested_url=task.requested_url
+        )
+        if final_status is not None and 200 <= final_status < 300:
+            findings += page_findings(
+                final_page, final_url, ignore_trailing_slash=rules.ignore_trailing_slash
+            )
     verdict = judge(
         expected=task.expected,
         first_status=first["status"] if first else None,
@@ -126,6 +141,7 @@ def build_result(
         loop=loop,
         error=error,
         rules=rules,
+        findings=findings,
     )
     return Result(
         row=task.row,
@@ -144,6 +160,7 @@ def build_result(
         verdict=verdict.verdict,
         reasons=verdict.reasons,
         warnings=verdict.warnings + hop_warnings(chain),
+        final_page=final_page,
         notes=task.notes,
         retries=retries,
         retry_after=retry_after,

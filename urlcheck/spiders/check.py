@@ -322,6 +322,9 @@ class CheckSpider(Spider):
             text=response.text if isinstance(response, TextResponse) and response.body else None,
             ms=None if latency is None else round(latency * 1000),
             blocked=meta.get(m.BLOCKED),
+            content_type=_header(response, b"Content-Type"),
+            robots_headers=_headers(response, b"X-Robots-Tag"),
+            link_headers=_headers(response, b"Link"),
         )
         chain: list[Hop] = [*meta[m.CHAIN]]
         step = self.chain_rules.on_answer(meta[m.TASK], chain, answer)
@@ -389,3 +392,13 @@ class CheckSpider(Spider):
                 continue  # never started
             self._closed_rows.add(row)
             await internals.process_item(self.crawler, self.requests.finish(request, chain, end))
+
+
+def _header(response: Response, name: bytes) -> str | None:
+    value = response.headers.get(name)
+    return None if value is None else value.decode("latin-1")
+
+
+def _headers(response: Response, name: bytes) -> tuple[str, ...]:
+    # A few values at most: a page may repeat a header, not flood the result with it.
+    return tuple(v.decode("latin-1") for v in response.headers.getlist(name)[:8])
