@@ -178,8 +178,23 @@ def build_result(
 ROW_RE = re.compile(rb'\{"row": (0|[1-9][0-9]{0,11}), "')
 FINAL_STATUS_RE = re.compile(rb', "final_status": (null|[0-9]{1,6})[,}]')
 VERDICT_RE = re.compile(rb', "verdict": (null|"pass"|"fail")[,}]')
+# The reasons and warnings right after the verdict: codes only (no quote, no bracket inside).
+CHECKS_RE = re.compile(rb' "reasons": \[([^\]]{0,8192})\], "warnings": \[([^\]]{0,8192})\]')
+_CODE_RE = re.compile(rb'"([A-Za-z0-9_.:-]{1,100})"')
 ROW_KEY = b'{"row": '
 LINE_END = b"}\n"
+
+
+def check_lists(line: bytes, pos: int | None = None) -> tuple[bytes, bytes]:
+    """The raw reasons and warnings lists of a line, read at ``pos`` (just after the verdict's
+    comma) or searched for; empty when the line has none."""
+    m = CHECKS_RE.match(line, pos) if pos is not None else CHECKS_RE.search(line)
+    return (m[1], m[2]) if m is not None else (b"", b"")
+
+
+def check_codes(raw: bytes) -> list[str]:
+    """The codes of a raw list from :func:`check_lists`."""
+    return [code.decode("ascii") for code in _CODE_RE.findall(raw)] if raw else []
 
 
 class LineKey(NamedTuple):

@@ -19,7 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from urlcheck.check.result import FINAL_STATUS_RE, LINE_END, ROW_KEY, ROW_RE, VERDICT_RE, read_key
+from urlcheck.check.result import (
+    CHECKS_RE,
+    FINAL_STATUS_RE,
+    LINE_END,
+    ROW_KEY,
+    ROW_RE,
+    VERDICT_RE,
+    check_codes,
+    check_lists,
+    read_key,
+)
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.files import fsync_dir
 from urlcheck.jobs.nofollow import open_nofollow, truncate
@@ -155,17 +165,19 @@ def scan_results(
         src = open_nofollow(path, "rb", buffering=_CHUNK)
     except FileNotFoundError:
         return scan
-    # (final_status, verdict) -> lines; raw bytes on the fast path, values from read_key
-    pairs: defaultdict[tuple[bytes | int | None, bytes | str | None], int] = defaultdict(int)
+    # (final_status, verdict, reasons, warnings) -> lines; raw bytes on the fast path, the
+    # status and verdict from read_key otherwise
+    pairs: defaultdict[_Key, int] = defaultdict(int)
     writer: _Rewriter | None = None
     side: BinaryIO | None = None
     torn_at: int | None = None
     done = scan.done
     bits = done._bits  # extended in place, so this stays the bitmap
-    row_match, final_search, verdict_search = (
+    row_match, final_search, verdict_search, checks_match = (
         ROW_RE.match,
         FINAL_STATUS_RE.search,
         VERDICT_RE.search,
+        CHECKS_RE.match,
     )
 
     def drop(data: bytes) -> None:
@@ -193,7 +205,11 @@ def scan_results(
                                 mask = 1 << (row & 7)
                                 if not bits[index] & mask:
                                     bits[index] |= mask
-                                    pairs[fm[1], vm[1]] += 1
+                                    cm = checks_match(line, vm.end())
+                                    if cm is None:
+                                        pairs[fm[1], vm[1], b"", b""] += 1
+                                    else:
+                                        pairs[fm[1], vm[1], cm[1], cm[2]] += 1
                                     if writer is not None:
                                         writer.out.write(line)
                                     continue
@@ -229,7 +245,7 @@ def scan_results(
                 done.reserve(row)
                 nbits = len(bits)
                 bits[row >> 3] |= 1 << (row & 7)
-                pairs[final, verdict] += 1
+                pairs[final, verdict, *check_lists(line)] += 1
                 if writer is not None:
                     writer.out.write(line)
         if scan.duplicates + scan.malformed > _MAX_LOGGED:
@@ -265,11 +281,16 @@ def scan_results(
     return scan
 
 
-def _counts(pairs: defaultdict[tuple[bytes | int | None, bytes | str | None], int]) -> Counts:
+_Key = tuple[bytes | int | None, bytes | str | None, bytes, bytes]
+
+
+def _counts(pairs: defaultdict[_Key, int]) -> Counts:
     counts = Counts()
-    for (raw_final, raw_verdict), n in pairs.items():
+    for (raw_final, raw_verdict, reasons, warnings), n in pairs.items():
         counts.add_status(_final_value(raw_final), n)
         counts.add_verdict(_verdict_value(raw_verdict), n)
+        if reasons or warnings:
+            counts.add_checks(check_codes(reasons), check_codes(warnings), n)
     return counts
 
 
@@ -304,7 +325,7 @@ def read_tail(path: Path | str, start: int = 0) -> Tail:
     newline yet) is left for the next call.
     """
     tail = Tail(start, start)
-    pairs: defaultdict[tuple[bytes | int | None, bytes | str | None], int] = defaultdict(int)
+    pairs: defaultdict[_Key, int] = defaultdict(int)
     try:
         with open_nofollow(path, "rb", buffering=_CHUNK) as src:
             src.seek(start)
@@ -314,7 +335,7 @@ def read_tail(path: Path | str, start: int = 0) -> Tail:
                 tail.end += len(line)
                 key = read_key(line)
                 if key is not None:
-                    pairs[key[1], key[2]] += 1
+                    pairs[key[1], key[2], *check_lists(line)] += 1
     except FileNotFoundError:
         return tail
     tail.lines = sum(pairs.values())
