@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from urllib.parse import quote
 
 import pytest
@@ -70,3 +71,32 @@ async def test_each_check_is_found_on_its_row(site, tmp_path):
     assert stats["urlcheck/reason/canonical_mismatch"] == 2
     assert stats["urlcheck/warning/redirect_chain"] == 3
     assert stats["urlcheck/warning/noindex"] == 2
+
+
+@deferred_f_from_coro_f
+async def test_many_rows_landing_on_one_url_are_counted_when_the_crawl_closes(
+    site, tmp_path, caplog
+):
+    host = "127.0.0.4"
+    catch_all = site.url(host, "/ok?catch-all")
+
+    def to(target: str, n: int) -> str:
+        return site.url(host, f"/redirect/301?to={quote(target, safe='')}&n={n}")
+
+    rows = [(to(catch_all, n), "") for n in range(4)]  # 4 of the host's 6 redirected rows
+    rows.append((to(site.url(host, "/ok?own"), 4), ""))
+    rows.append((to(catch_all, 5), catch_all))  # sent where the sheet says: not counted
+    csv = write_csv(tmp_path / "in.csv", "url,expected\n" + "".join(f"{a},{b}\n" for a, b in rows))
+    with caplog.at_level(logging.INFO, logger="urlcheck.extensions.summary"):
+        results, crawler = await crawl(csv, tmp_path / "out.jsonl", **FAST)
+    assert len(results) == 6 and all(r["final_status"] == 200 for r in results)
+    # Computed over every row, so not on a row's own line (the reports flag the rows).
+    assert all("many_to_one" not in r["warnings"] for r in results)
+    stats = crawler.stats.get_stats()
+    assert stats["urlcheck/warning/many_to_one"] == 4
+    assert stats["urlcheck/many_to_one/urls"] == 1
+    [block] = [r.message for r in caplog.records if r.message.startswith("urlcheck summary")]
+    assert f"  many rows, one landing URL (many_to_one): {catch_all} (4 rows)" in block.splitlines()
+
+    _, quiet = await crawl(csv, tmp_path / "off.jsonl", **FAST, URLCHECK_CHECK_MANY_TO_ONE="off")
+    assert "urlcheck/warning/many_to_one" not in quiet.stats.get_stats()

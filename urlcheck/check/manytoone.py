@@ -18,7 +18,7 @@ from typing import Any
 
 from urlcheck.check.urls import InvalidURL, comparable, host_key
 
-__all__ = ["SHARE_FLOOR", "Landing", "LandingTally", "ManyToOne"]
+__all__ = ["SHARE_FLOOR", "Landing", "LandingTally", "ManyToOne", "expected_reached"]
 
 SHARE_FLOOR = 3  # the share rule needs this many rows: 2 of a host's 3 redirects is no pattern
 
@@ -88,7 +88,7 @@ class LandingTally:
             requested if isinstance(requested, str) else None,
             final,
             hops,
-            expected_reached=expected_reached(data),
+            expected_reached=expected_reached(data.get("expected"), data.get("reasons")),
         )
 
     def result(self) -> ManyToOne:
@@ -105,10 +105,9 @@ class LandingTally:
         )
 
 
-def expected_reached(data: Mapping[str, Any]) -> bool:
+def expected_reached(expected: object, reasons: object) -> bool:
     """The row had an expected target and its chain ended there."""
-    expected = data.get("expected")
     if not isinstance(expected, str) or not expected.strip():
         return False
-    reasons = data.get("reasons") or ()
-    return "final_url_mismatch" not in reasons and "invalid_expected" not in reasons
+    found = reasons if isinstance(reasons, list) else ()
+    return "final_url_mismatch" not in found and "invalid_expected" not in found
