@@ -70,3 +70,19 @@ async def test_markdown_has_the_summary_and_the_failing_rows(site, tmp_path):
     assert rows == [2, 3, 4, 6]
     assert "| 6 | mailto:someone@example.com |" in text
     assert "temporary\\_redirect" in text
+
+
+def test_the_final_page_is_the_same_columns_on_every_row() -> None:
+    from urlcheck.crawl.exporters import flatten
+
+    page = {
+        "content_type": "text/html",
+        "title": "T",
+        "canonical": "https://a.test/",
+        "robots": [{"source": "meta:robots", "directives": ["noindex", "nofollow"]}],
+    }
+    with_page = flatten({"row": 1, "final_page": page})
+    without = flatten({"row": 2, "final_page": None})
+    assert list(with_page) == list(without)
+    assert with_page["final_page.robots"] == "meta:robots: noindex, nofollow"
+    assert with_page["final_page.title"] == "T" and without["final_page.title"] is None
