@@ -102,3 +102,8 @@ def test_a_target_reached_but_not_indexable_fails() -> None:
     chain[-1]["status"] = 404
     result = build_result(task, chain, rules=VerdictRules(), final_page=page)
     assert result.reasons == ["final_status_404"]
+
+
+def test_the_base_url_applies_wherever_the_base_element_is() -> None:
+    page = page_of('<link rel="canonical" href="page"><base href="/new/">')
+    assert page["canonical"] == URL

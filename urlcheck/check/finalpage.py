@@ -3,7 +3,7 @@ where they came from, its content type and title (the result's ``final_page``), 
 indexability findings drawn from them (docs/urls-and-verdicts.md section 8.3).
 
 Read only from what the crawl already has: the response headers and the capped body. Only the
-document's ``<head>`` is parsed (lxml, through parsel), where indexers honour
+document's ``<head>`` is parsed (lxml), where indexers honour
 ``<meta name="robots">`` and ``<link rel="canonical">``, at most :data:`HEAD_SCAN` characters.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterable
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
-from parsel import Selector
+from lxml import etree  # type: ignore[import-untyped]
 
 from urlcheck.check.urls import InvalidURL, comparable, resolve_location
 
@@ -32,6 +32,8 @@ _VALUED = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "m
 _AGENT_PREFIX = re.compile(r"\s*([A-Za-z0-9_.-]+)\s*:\s*(.*)", re.DOTALL)
 _HEAD_END = re.compile(r"</head\s*>|<body[\s>]", re.IGNORECASE)
 _HTML_HINT = re.compile(r"<(?:title|meta|link)[\s>]", re.IGNORECASE)
+# lxml's own HTML parser: plain elements (lxml.html's element classes cost a lookup each).
+_PARSER = etree.HTMLParser(no_network=True, remove_comments=True, remove_pis=True)
 _LINK_CANONICAL = re.compile(
     r"<\s*([^>]{1,8192})\s*>\s*;[^,]*?\brel\s*=\s*\"?[^\",]*\bcanonical\b", re.IGNORECASE
 )
@@ -125,40 +127,51 @@ def _read_head(page: FinalPage, url: str, text: str) -> None:
     head = text[: end.start() if end else HEAD_SCAN]
     if not _HTML_HINT.search(head):
         return
-    try:  # parsel: lxml's HTML parser, as for the meta refresh (urlcheck.check.chain)
-        root = Selector(text=head, type="html").root
-    except ValueError:  # pragma: no cover - lxml recovers from what a page holds
+    try:
+        root = etree.fromstring(head, _PARSER)
+    except (ValueError, etree.LxmlError):  # an XML declaration with an encoding, say
         return
-    if root is None or not hasattr(root, "iter"):
+    if root is None:
         return
-    title = root.find(".//title")
-    if title is not None and title.text:
-        page["title"] = " ".join(title.text.split())[:TITLE_MAX] or None
-    base = url
-    for element in root.iter("base", "meta", "link"):
-        if not isinstance(element.tag, str):  # pragma: no cover - comments are not elements
-            continue
+    picked = [e for e in root.iter("title", "base", "meta", "link") if _wanted(e)]
+    base = url  # the document's base URL, wherever its <base> is
+    for element in picked:
+        if element.tag == "base":
+            with contextlib.suppress(InvalidURL):
+                base = resolve_location(url, element.get("href")).url
+            break
+    for element in picked:
         tag = element.tag
-        if tag == "base":
-            href = element.get("href")
-            if href is not None and base == url:
-                with contextlib.suppress(InvalidURL):
-                    base = resolve_location(url, href).url
+        if tag == "title":
+            if element.text:
+                page["title"] = " ".join(element.text.split())[:TITLE_MAX] or None
         elif tag == "meta":
             name = (element.get("name") or "").strip().lower()
-            if name in _AGENTS:
-                found = directives(element.get("content") or "")
-                if found:
-                    page["robots"].append(RobotsEntry(source=f"meta:{name}", directives=found))
-        elif page["canonical"] is None or page.get("canonical_source") == "header":
-            rel = (element.get("rel") or "").lower().split()
+            found = directives(element.get("content") or "")
+            if found:
+                page["robots"].append(RobotsEntry(source=f"meta:{name}", directives=found))
+        elif tag == "link" and (
+            page["canonical"] is None or page.get("canonical_source") == "header"
+        ):
             href = element.get("href")
-            if "canonical" in rel and href is not None and href.strip():
+            if href is not None and href.strip():
                 with contextlib.suppress(InvalidURL):
                     page["canonical"] = resolve_location(base, href.strip()).url
                     page["canonical_source"] = "link"
     if page["canonical"] is not None and len(page["canonical"]) > URL_MAX:
         page["canonical"] = page["canonical"][:URL_MAX]
+
+
+def _wanted(element: Any) -> bool:
+    """The elements read: the title, a base with its href, robots metas, canonical links."""
+    tag = element.tag
+    if tag == "meta":
+        return (element.get("name") or "").strip().lower() in _AGENTS
+    if tag == "link":
+        return "canonical" in (element.get("rel") or "").lower().split()
+    if tag == "base":
+        return element.get("href") is not None
+    return True
 
 
 def noindex(page: FinalPage) -> bool:
