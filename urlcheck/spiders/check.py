@@ -314,17 +314,19 @@ class CheckSpider(Spider):
         if meta[m.TASK].row in self._closed_rows:
             return None  # a cancel already gave this row its line
         latency = meta.get("download_latency")
+        status = response.status
+        page = 200 <= status < 300  # only a 2xx final page is read for its indexing
         answer = Answer(
             url=response.url,
-            status=response.status,
+            status=status,
             method=response.request.method if response.request is not None else "GET",
             location=response.headers.get(b"Location"),
             text=response.text if isinstance(response, TextResponse) and response.body else None,
             ms=None if latency is None else round(latency * 1000),
             blocked=meta.get(m.BLOCKED),
-            content_type=_header(response, b"Content-Type"),
-            robots_headers=_headers(response, b"X-Robots-Tag"),
-            link_headers=_headers(response, b"Link"),
+            content_type=_header(response, b"Content-Type") if page else None,
+            robots_headers=_headers(response, b"X-Robots-Tag") if page else (),
+            link_headers=_headers(response, b"Link") if page else (),
         )
         chain: list[Hop] = [*meta[m.CHAIN]]
         step = self.chain_rules.on_answer(meta[m.TASK], chain, answer)
