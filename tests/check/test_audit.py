@@ -187,3 +187,29 @@ def test_a_broken_chain_is_not_audited() -> None:
     chain = chain_of(("https://a.test/old", 301), ("http://a.test/", 200))
     result = build_result(task(None), chain, rules=VerdictRules(), loop=True)
     assert result.warnings == []
+
+
+def test_a_check_of_another_part_of_the_crawl_is_placed_by_its_level() -> None:
+    # What the crawl layer does for a TLS certificate (issue 24 point 5): it registers its
+    # check, and hands the code over as a finding or as a hop's warning.
+    check = Check("test_hop_check", "URLCHECK_CHECK_TEST_HOP", "fail", "a test's")
+    register(check)
+    try:
+        chain = chain_of(("https://a.test/old", 301), ("https://a.test/new", 200))
+        chain[0]["warnings"] = ["test_hop_check", "location_percent"]
+        judged = build_result(task("https://a.test/new"), chain, rules=VerdictRules())
+        assert (judged.reasons, judged.warnings) == (["test_hop_check"], ["location_percent"])
+        warn = VerdictRules(audit=AuditRules({"test_hop_check": "warn"}))
+        failed = [hop("https://a.test/old", error="tls")]
+        handed = build_result(
+            task("https://a.test/new"), failed, rules=warn, error="tls", findings=["test_hop_check"]
+        )
+        assert (handed.reasons, handed.warnings) == (["error_tls"], ["test_hop_check"])
+    finally:
+        CHECKS.pop("test_hop_check")
+
+
+def test_a_query_or_fragment_is_not_the_path() -> None:
+    assert is_home("http://a.test?next=/shop")
+    assert is_home("http://a.test#/shop")
+    assert not is_home("not a url/")

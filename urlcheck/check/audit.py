@@ -15,6 +15,7 @@ A check of another part of the crawl (TLS certificates, bot walls) registers its
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -190,17 +191,14 @@ _HOME_PATHS = frozenset(
 ) | {"/", "", "/home", "/index"}
 
 
+_PATH = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*([^?#]*)")
+
+
 def is_home(url: str) -> bool:
     """Whether ``url`` is its host's root or home page (``/``, ``/index.html``, ``/home``, ...;
     query and fragment ignored)."""
-    scheme_end = url.find("://")
-    if scheme_end < 0:
-        return False
-    path_start = url.find("/", scheme_end + 3)
-    if path_start < 0:
-        return True
-    path = url[path_start:].split("#", 1)[0].split("?", 1)[0]
-    return path.lower() in _HOME_PATHS
+    m = _PATH.match(url)
+    return m is not None and m[1].lower() in _HOME_PATHS
 
 
 def redirect_to_home(requested_url: str | None, final_url: str, expected: str | None) -> bool:

@@ -87,6 +87,7 @@ class Finish:
     loop: bool = False
     meta_refresh: str | None = None
     final_page: FinalPage | None = None
+    findings: tuple[str, ...] = ()  # audit check codes found on the way (urlcheck.check.audit)
 
 
 Step = Follow | Finish

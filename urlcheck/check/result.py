@@ -14,12 +14,14 @@ import time
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from urlcheck.check.audit import chain_findings
+from urlcheck.check.audit import CHECKS, chain_findings
 from urlcheck.check.finalpage import page_findings
 from urlcheck.check.verdict import VerdictRules, judge
 from urlcheck.clock import utc_iso
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from urlcheck.check.finalpage import FinalPage
     from urlcheck.check.hops import Hop, RowTask
 
@@ -115,21 +117,25 @@ def build_result(
     retry_after: float | None = None,
     proxy: str | None = None,
     final_page: FinalPage | None = None,
+    findings: Iterable[str] = (),
 ) -> Result:
+    """The row's line. ``findings``: audit check codes the crawl found on its own (a hop's
+    warning that names a registered check counts as one), placed by their levels."""
     first = chain[0] if chain else None
     last = chain[-1] if chain else None
     broken = loop or error is not None
     final_url = None if broken or last is None else last["url"]
     final_status = None if broken or last is None else last["status"]
     hops = max(len(chain) - 1, 0)
-    findings: list[str] = []
+    warned = hop_warnings(chain)
+    found = [*findings, *(w for w in warned if w in CHECKS)]
     if final_url is not None:  # the audit judges chains that ended at a response
         judged = bool(task.expected and task.expected.strip())
-        findings = chain_findings(
+        found += chain_findings(
             chain, judged=judged, expected=task.expected, requested_url=task.requested_url
         )
         if final_status is not None and 200 <= final_status < 300:
-            findings += page_findings(
+            found += page_findings(
                 final_page, final_url, ignore_trailing_slash=rules.ignore_trailing_slash
             )
     verdict = judge(
@@ -141,7 +147,7 @@ def build_result(
         loop=loop,
         error=error,
         rules=rules,
-        findings=findings,
+        findings=found,
     )
     return Result(
         row=task.row,
@@ -159,7 +165,7 @@ def build_result(
         expected=task.expected,
         verdict=verdict.verdict,
         reasons=verdict.reasons,
-        warnings=verdict.warnings + hop_warnings(chain),
+        warnings=verdict.warnings + [w for w in warned if w not in CHECKS],
         final_page=final_page,
         notes=task.notes,
         retries=retries,

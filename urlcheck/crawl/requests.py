@@ -121,6 +121,7 @@ class RowRequests:
             error_message=end.error_message,
             meta_refresh=end.meta_refresh,
             final_page=end.final_page,
+            findings=end.findings,
             retries=retries_spent(meta),
             retry_after=meta.get(m.RETRY_AFTER),
             proxy=meta.get(m.PROXY),
