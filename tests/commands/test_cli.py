@@ -94,7 +94,7 @@ def test_scrapy_demo_in_the_checkout(tmp_path: Path) -> None:
     assert "15 rows checked" in done.stdout
     assert "Rows 3, 6, 12, 14 and 15 fail their verdicts on purpose" in done.stdout
     assert "[loop]" in done.stdout and "[temporary_redirect]" in done.stdout
-    assert (tmp_path / "job" / "results.jsonl").read_text().count("\n") == 11
+    assert (tmp_path / "job" / "results.jsonl").read_text().count("\n") == 15
 
 
 # --- urlcheck, the console script ----------------------------------------------------------------
