@@ -34,7 +34,8 @@ def test_a_final_answer_finishes_with_its_meta_refresh() -> None:
     chain: list[Hop] = []
     page = '<html><head><meta http-equiv="refresh" content="0; url=/next"></head></html>'
     step = ChainRules().on_answer(task(), chain, Answer("http://a.test/", 200, text=page))
-    assert step == Finish(meta_refresh="http://a.test/next")
+    assert isinstance(step, Finish) and step.meta_refresh == "http://a.test/next"
+    assert step.final_page is not None and step.final_page["robots"] == []
     assert [h["status"] for h in chain] == [200]
 
 

@@ -70,7 +70,13 @@ def test_hop_warnings_are_listed_once_in_the_row_warnings() -> None:
     result = build_result(
         row, chain, rules=VerdictRules(temporary_redirect="warn"), error=None, loop=False
     )
-    assert result.warnings == ["location_ipv4_numeric", "location_percent"]
+    # The audit's findings (docs/urls-and-verdicts.md section 8), then the hops'.
+    assert result.warnings == [
+        "redirect_to_home",
+        "redirect_chain",
+        "location_ipv4_numeric",
+        "location_percent",
+    ]
     assert [h.get("warnings") for h in result.chain] == [
         ["location_ipv4_numeric", "location_percent"],
         ["location_ipv4_numeric"],
@@ -109,9 +115,8 @@ def refresh_page(content: str, head: str = "") -> str:
 def test_meta_refresh_is_read_and_resolved_as_browsers_do(page: str, target: str) -> None:
     rules = ChainRules(follow_meta_refresh=True)
     assert rules.on_answer(task(), [], Answer(PAGE, 200, text=page)) == Follow(target)
-    assert ChainRules().on_answer(task(), [], Answer(PAGE, 200, text=page)) == Finish(
-        meta_refresh=target
-    )
+    step = ChainRules().on_answer(task(), [], Answer(PAGE, 200, text=page))
+    assert isinstance(step, Finish) and step.meta_refresh == target and step.error is None
 
 
 def test_a_followed_meta_refresh_records_its_url_as_written_and_warnings() -> None:
@@ -136,4 +141,5 @@ def test_a_followed_meta_refresh_records_its_url_as_written_and_warnings() -> No
 )
 def test_pages_without_a_refresh_elsewhere_finish(page: str) -> None:
     rules = ChainRules(follow_meta_refresh=True)
-    assert rules.on_answer(task(), [], Answer(PAGE, 200, text=page)) == Finish()
+    step = rules.on_answer(task(), [], Answer(PAGE, 200, text=page))
+    assert isinstance(step, Finish) and (step.meta_refresh, step.error) == (None, None)

@@ -101,7 +101,7 @@ async def test_xlsx_and_excel_csv_open_as_excel_would(site, tmp_path):
         _spreadsheet_csv(site, tmp_path), tmp_path / "out.jsonl", **FAST, FEEDS=feeds
     )
     assert len(results) == 4
-    reasons = {r["row"]: r["reasons"] for r in results}
+    reasons = {r["row"]: r["reasons"] + r["warnings"] for r in results}  # a sheet per code
 
     book: Any = openpyxl.load_workbook(book_path)
     assert book.sheetnames[:2] == ["results", "checks"]
@@ -139,3 +139,19 @@ async def test_xlsx_and_excel_csv_open_as_excel_would(site, tmp_path):
     assert comma.read_bytes().startswith(b"\xef\xbb\xbfrow,url,")
     with comma.open(encoding="utf-8-sig", newline="") as f:
         assert list(csv.DictReader(f)) == table
+
+
+def test_the_final_page_is_the_same_columns_on_every_row() -> None:
+    from urlcheck.crawl.exporters import flatten
+
+    page = {
+        "content_type": "text/html",
+        "title": "T",
+        "canonical": "https://a.test/",
+        "robots": [{"source": "meta:robots", "directives": ["noindex", "nofollow"]}],
+    }
+    with_page = flatten({"row": 1, "final_page": page})
+    without = flatten({"row": 2, "final_page": None})
+    assert list(with_page) == list(without)
+    assert with_page["final_page.robots"] == "meta:robots: noindex, nofollow"
+    assert with_page["final_page.title"] == "T" and without["final_page.title"] is None

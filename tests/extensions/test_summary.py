@@ -33,7 +33,12 @@ async def test_warnings_are_counted_per_row_and_summed_up(site, tmp_path, caplog
     csv = write_csv(tmp_path / "in.csv", "url,expected\n" + "".join(f"{a},{b}\n" for a, b in rows))
     with caplog.at_level(logging.INFO, logger="urlcheck.extensions.summary"):
         results, crawler = await crawl(
-            csv, tmp_path / "out.jsonl", **FAST, URLCHECK_TEMPORARY_REDIRECT="warn"
+            csv,
+            tmp_path / "out.jsonl",
+            **FAST,
+            URLCHECK_TEMPORARY_REDIRECT="warn",
+            # rows 1-3 land on one URL: counted over all rows (tests/spiders/test_audit.py)
+            URLCHECK_CHECK_MANY_TO_ONE="off",
         )
     by_row = {r["row"]: r for r in results}
     assert len(by_row) == 6 and all(r["error"] is None for r in results)
@@ -46,9 +51,16 @@ async def test_warnings_are_counted_per_row_and_summed_up(site, tmp_path, caplog
         k.rpartition("/")[2]: v for k, v in stats.items() if k.startswith("urlcheck/warning/")
     }
     assert warned == Counter(w for r in results for w in r["warnings"])
-    assert warned == {"location_backslash": 3, "location_ipv4_numeric": 1, "temporary_redirect": 1}
+    # Row 3 goes 127.0.0.2 -> 127.0.0.3 -> 127.0.0.2 -> 127.0.0.3: a chain, and a round trip.
+    assert warned == {
+        "location_backslash": 3,
+        "location_ipv4_numeric": 1,
+        "temporary_redirect": 1,
+        "redirect_chain": 1,
+        "host_round_trip": 1,
+    }
     [block] = [r.message for r in caplog.records if r.message.startswith("urlcheck summary")]
     assert (
-        "  warnings (rows): location_backslash 3, location_ipv4_numeric 1, temporary_redirect 1"
-        in block.splitlines()
+        "  warnings (rows): host_round_trip 1, location_backslash 3, location_ipv4_numeric 1, "
+        "redirect_chain 1, temporary_redirect 1" in block.splitlines()
     )

@@ -292,3 +292,47 @@ def test_a_meta_json_from_before_results_bytes_is_not_caught_up(tmp_path: Path) 
     old = JobMeta.from_dict(data)
     assert old.results_bytes is None
     assert catch_up(old).done_rows == 2
+
+
+def test_each_check_is_counted_by_rows_from_the_file_and_shown(tmp_path: Path) -> None:
+    from urlcheck.check.hops import RowTask, hop
+    from urlcheck.check.result import build_result
+    from urlcheck.check.verdict import VerdictRules
+    from urlcheck.jobs.done import scan_results
+
+    def line(row: int, to: str, expected: str | None) -> bytes:
+        task = RowTask(row, f"https://a.test/{row}", f"https://a.test/{row}", expected, {})
+        chain = [
+            hop(f"https://a.test/{row}", status=301, location="https://a.test/m"),
+            hop("https://a.test/m", status=301, location=to),
+            hop(to, status=200),
+        ]
+        return build_result(task, chain, rules=VerdictRules()).to_json_line()
+
+    results = tmp_path / "results.jsonl"
+    results.write_bytes(
+        line(1, "http://a.test/", None)  # redirect_to_home, redirect_chain, https_downgrade
+        + line(2, "https://a.test/x", "https://a.test/x")  # redirect_chain
+        + line(3, "http://a.test/x", "http://a.test/x")  # https_downgrade fails it
+    )
+    meta = JobMeta(state=JobState.PROCESSING, results_path=str(results), results_bytes=0)
+    caught = catch_up(meta)
+    assert caught.counts.by_reason == {"https_downgrade": 1}
+    assert caught.counts.by_warning == {
+        "redirect_to_home": 1,
+        "redirect_chain": 3,
+        "https_downgrade": 1,
+    }
+    # A resume's scan counts the same, and meta.json keeps them.
+    scanned = scan_results(results, repair=False).counts
+    assert (scanned.by_reason, scanned.by_warning) == (
+        caught.counts.by_reason,
+        caught.counts.by_warning,
+    )
+    assert JobMeta.from_dict(json.loads(json.dumps(caught.to_dict()))).counts == caught.counts
+    text = format_status(derive_status(caught, now=NOW))
+    assert "  failed checks: https_downgrade 1" in text.splitlines()
+    assert (
+        "  warnings:      redirect_chain 3, https_downgrade 1, redirect_to_home 1"
+        in text.splitlines()
+    )

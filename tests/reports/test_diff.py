@@ -51,7 +51,10 @@ def test_changes_regressions_and_rows_on_one_side(tmp_path):
         (6, "added"),
         (7, "added"),
     }
-    assert by[1, "changed"].fields == {"verdict": ["pass", "fail"]}
+    assert by[1, "changed"].fields == {
+        "verdict": ["pass", "fail"],
+        "reasons": [[], ["final_url_mismatch"]],
+    }
     assert by[1, "changed"].regressions == ["verdict pass -> fail"]
     assert by[2, "changed"].regressions == ["final status 200 -> 404"]
     assert by[2, "changed"].fields["status"] == [200, 404]
@@ -65,6 +68,7 @@ def test_changes_regressions_and_rows_on_one_side(tmp_path):
     assert by[6, "added"].url == "http://127.0.0.2/other"
     assert (summary.compared, summary.changed, summary.regressed) == (5, 4, 3)
     assert (summary.added, summary.removed) == (2, 1)
+    assert summary.checks_found == {"final_url_mismatch": 1} and not summary.checks_cleared
 
 
 def test_rows_missing_from_the_new_run_are_listed(tmp_path):
@@ -97,6 +101,7 @@ def test_the_command_writes_json_lines_and_exits_1_on_a_regression(tmp_path):
     assert len(lines) == 7
     assert {line["row"] for line in lines if line["regressed"]} == {1, 2, 4}
     assert "REGRESSED" in out.getvalue()
+    assert "checks newly found (rows): final_url_mismatch 1" in out.getvalue().splitlines()
     summary = out.getvalue().splitlines()[-1]
     assert summary == (
         "5 rows in both runs: 4 changed, 3 regressed; 2 only in the new run, 1 only in the old run"
@@ -155,3 +160,35 @@ def test_a_file_that_is_not_a_results_file_is_one_line_and_exit_code_2(tmp_path)
     (tmp_path / "torn.jsonl").write_bytes(b'{"row": 1, "url": "http://127')
     for fresh in ("empty.jsonl", "torn.jsonl"):
         assert run_diff(tmp_path / fresh, results, None, out=io.StringIO(), err=err) == 0
+
+
+def test_the_checks_of_each_run_are_compared(tmp_path):
+    def landing(row: int, **fields: object) -> dict[str, object]:
+        chain = [
+            {"url": f"http://old.test/{row}", "status": 301, "location": "http://new.test/all"},
+            {"url": "http://new.test/all", "status": 200, "location": None},
+        ]
+        url = f"http://old.test/{row}"
+        return result(row, url, chain=chain, final_url="http://new.test/all", **fields)
+
+    old = [
+        landing(1, verdict="fail", expected="x.test", reasons=["final_url_mismatch"]),
+        landing(2, warnings=["redirect_chain"]),
+        landing(3),
+    ]
+    new = [
+        landing(1, verdict="fail", expected="x.test", reasons=["final_url_mismatch", "noindex"]),
+        landing(2),
+        landing(3, warnings=["nofollow"]),
+    ]
+    old_path = write_results(tmp_path / "old.jsonl", old)
+    new_path = write_results(tmp_path / "new.jsonl", new)
+    *changes, summary = diff(old_path, new_path)
+    assert isinstance(summary, DiffSummary)
+    by = {c.row: c for c in changes if isinstance(c, RowChange)}
+    assert by[1].regressions == ["new failed check noindex"]
+    assert by[2].fields == {"warnings": [["redirect_chain"], []]} and not by[2].regressed
+    assert summary.checks_found == {"noindex": 1, "nofollow": 1}
+    assert summary.checks_cleared == {"redirect_chain": 1}
+    # Rows 1-3 land on one URL, none of them sent there by the sheet: in both runs.
+    assert summary.many_to_one == (3, 3)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from parsel import Selector
 
+from urlcheck.check.finalpage import FinalPage, read_final_page
 from urlcheck.check.hops import Hop, hop
 from urlcheck.check.urls import InvalidURL, hop_kind, refresh_target, resolve_location
 
@@ -56,6 +57,21 @@ class Answer:
     text: str | None = None  # the (capped) body as text, when it is text
     ms: int | None = None  # latency
     blocked: str | None = None  # set when every proxy tried met a captcha or block
+    content_type: str | None = None  # the Content-Type header
+    robots_headers: tuple[str, ...] = ()  # X-Robots-Tag headers
+    link_headers: tuple[str, ...] = ()  # Link headers (a canonical may be given there)
+
+    def final_page(self) -> FinalPage | None:
+        """What the page says of its indexing, when it is a 2xx (urlcheck.check.finalpage)."""
+        if not 200 <= self.status < 300:
+            return None
+        return read_final_page(
+            self.url,
+            content_type=self.content_type,
+            robots_headers=self.robots_headers,
+            link_headers=self.link_headers,
+            text=self.text,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +90,8 @@ class Finish:
     error_message: str | None = None
     loop: bool = False
     meta_refresh: str | None = None
+    final_page: FinalPage | None = None
+    findings: tuple[str, ...] = ()  # audit check codes found on the way (urlcheck.check.audit)
 
 
 Step = Follow | Finish
@@ -110,10 +128,10 @@ class ChainRules:
             return Finish(error="bad_location", error_message=f"{status} without a Location header")
         refresh = meta_refresh(answer)
         if refresh is None:
-            return Finish()
+            return Finish(final_page=answer.final_page())
         if self.follow_meta_refresh and 200 <= status < 300:
             return self._follow(chain, entry, refresh.target, base=refresh.base)
-        return Finish(meta_refresh=refresh.resolved())
+        return Finish(meta_refresh=refresh.resolved(), final_page=answer.final_page())
 
     def on_failure(self, chain: list[Hop], url: str, kind: str, message: str) -> Finish:
         """A hop ended without a response (``kind`` from urlcheck.crawl.failures)."""

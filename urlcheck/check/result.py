@@ -15,10 +15,15 @@ import time
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from urlcheck.check.audit import CHECKS, chain_findings
+from urlcheck.check.finalpage import page_findings
 from urlcheck.check.verdict import VerdictRules, judge
 from urlcheck.clock import utc_iso
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from urlcheck.check.finalpage import FinalPage
     from urlcheck.check.hops import Hop, RowTask
 
 
@@ -42,6 +47,7 @@ class Result:
     verdict: str | None
     reasons: list[str]
     warnings: list[str]
+    final_page: FinalPage | None
     notes: list[str]
     retries: int
     retry_after: float | None
@@ -111,13 +117,28 @@ def build_result(
     retries: int = 0,
     retry_after: float | None = None,
     proxy: str | None = None,
+    final_page: FinalPage | None = None,
+    findings: Iterable[str] = (),
 ) -> Result:
+    """The row's line. ``findings``: audit check codes the crawl found on its own (a hop's
+    warning that names a registered check counts as one), placed by their levels."""
     first = chain[0] if chain else None
     last = chain[-1] if chain else None
     broken = loop or error is not None
     final_url = None if broken or last is None else last["url"]
     final_status = None if broken or last is None else last["status"]
     hops = max(len(chain) - 1, 0)
+    warned = hop_warnings(chain)
+    found = [*findings, *(w for w in warned if w in CHECKS)]
+    if final_url is not None:  # the audit judges chains that ended at a response
+        judged = bool(task.expected and task.expected.strip())
+        found += chain_findings(
+            chain, judged=judged, expected=task.expected, requested_url=task.requested_url
+        )
+        if final_status is not None and 200 <= final_status < 300:
+            found += page_findings(
+                final_page, final_url, ignore_trailing_slash=rules.ignore_trailing_slash
+            )
     verdict = judge(
         expected=task.expected,
         first_status=first["status"] if first else None,
@@ -127,6 +148,7 @@ def build_result(
         loop=loop,
         error=error,
         rules=rules,
+        findings=found,
     )
     return Result(
         row=task.row,
@@ -144,7 +166,8 @@ def build_result(
         expected=task.expected,
         verdict=verdict.verdict,
         reasons=verdict.reasons,
-        warnings=verdict.warnings + hop_warnings(chain),
+        warnings=verdict.warnings + [w for w in warned if w not in CHECKS],
+        final_page=final_page,
         notes=task.notes,
         retries=retries,
         retry_after=retry_after,
@@ -164,6 +187,9 @@ ROW_RE = re.compile(rb'\{"row": (0|[1-9][0-9]{0,11}), "')
 STATUS_RE = re.compile(rb', "status": (null|[0-9]{1,6})[,}]')
 FINAL_STATUS_RE = re.compile(rb', "final_status": (null|[0-9]{1,6})[,}]')
 VERDICT_RE = re.compile(rb', "verdict": (null|"pass"|"fail")[,}]')
+# The reasons and warnings right after the verdict: codes only (no quote, no bracket inside).
+CHECKS_RE = re.compile(rb' "reasons": \[([^\]]{0,8192})\], "warnings": \[([^\]]{0,8192})\]')
+_CODE_RE = re.compile(rb'"([A-Za-z0-9_.:-]{1,100})"')
 ROW_KEY = b'{"row": '
 LINE_END = b"}\n"
 # ``url`` is a line's second key, right where ROW_RE ends: its JSON string as written.
@@ -208,6 +234,18 @@ def slow_line_url_hash(line: bytes) -> int | None:
         return None
     url = data.get("url") if isinstance(data, dict) else None
     return url_hash(url) if isinstance(url, str) else None
+
+
+def check_lists(line: bytes, pos: int | None = None) -> tuple[bytes, bytes]:
+    """The raw reasons and warnings lists of a line, read at ``pos`` (just after the verdict's
+    comma) or searched for; empty when the line has none."""
+    m = CHECKS_RE.match(line, pos) if pos is not None else CHECKS_RE.search(line)
+    return (m[1], m[2]) if m is not None else (b"", b"")
+
+
+def check_codes(raw: bytes) -> list[str]:
+    """The codes of a raw list from :func:`check_lists`."""
+    return [code.decode("ascii") for code in _CODE_RE.findall(raw)] if raw else []
 
 
 class LineKey(NamedTuple):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Literal
 
+from urlcheck.check.audit import AuditRules
 from urlcheck.check.urls import InvalidURL, comparable, normalise_input
 
 __all__ = ["PERMANENT_REDIRECTS", "TEMPORARY_REDIRECTS", "Verdict", "VerdictRules", "judge"]
@@ -18,12 +20,13 @@ _ERROR_REASONS = {"too_many_hops": "too_many_hops"}
 
 @dataclass(frozen=True, slots=True)
 class VerdictRules:
-    """Settings URLCHECK_VERDICT_IGNORE_TRAILING_SLASH, URLCHECK_TEMPORARY_REDIRECT and
-    URLCHECK_MAX_CHAIN_HOPS, parsed."""
+    """Settings URLCHECK_VERDICT_IGNORE_TRAILING_SLASH, URLCHECK_TEMPORARY_REDIRECT,
+    URLCHECK_MAX_CHAIN_HOPS and the audit checks' (urlcheck.check.audit), parsed."""
 
     ignore_trailing_slash: bool = True
     temporary_redirect: Literal["fail", "warn"] = "fail"
     max_chain_hops: int | None = None
+    audit: AuditRules = field(default_factory=AuditRules)
 
     def __post_init__(self) -> None:
         if self.temporary_redirect not in {"fail", "warn"}:
@@ -80,16 +83,19 @@ def judge(
     loop: bool,
     error: str | None,
     rules: VerdictRules,
+    findings: Iterable[str] = (),
 ) -> Verdict:
     """Judge one checked row against its expected target.
 
-    ``expected`` None or blank: no verdict. Otherwise ``pass`` when nothing is wrong, else
-    ``fail`` with the reasons, in the fixed order the docs list.
+    ``expected`` None or blank: no verdict, the audit ``findings`` (urlcheck.check.audit) that
+    are not off as warnings. Otherwise ``pass`` when nothing is wrong, else ``fail`` with the
+    reasons, in the fixed order the docs list; each finding goes where its level puts it.
     """
-    if expected is None or not expected.strip():
-        return Verdict(None, [], [])
     reasons: list[str] = []
     warnings: list[str] = []
+    if expected is None or not expected.strip():
+        rules.audit.place(findings, judged=False, reasons=reasons, warnings=warnings)
+        return Verdict(None, reasons, warnings)
 
     forms = _expected_forms(expected, rules.ignore_trailing_slash)
     if forms is None:
@@ -122,6 +128,7 @@ def judge(
         reasons.append(f"final_status_{final_status}")
     if forms is not None and final_url is not None and not final_matches:
         reasons.append("final_url_mismatch")
+    rules.audit.place(findings, judged=True, reasons=reasons, warnings=warnings)
 
     if not reasons and (first_status is None or final_url is None or final_status is None):
         # The caller reported neither an error nor a complete response; never pass on that.

@@ -189,6 +189,8 @@ def _print_rows(rows: list[dict[str, Any]]) -> None:
     print(f"\n{'row':>3}  {'status':>6}  {'final':>5}  {'hops':>4}  {'verdict':<7}  url / problem")
     for r in sorted(rows, key=lambda r: r["row"]):
         notes = [r["error"] or ("loop" if r["loop"] else "") or ", ".join(r["reasons"])]
+        if r.get("warnings"):  # the checks that only warn (docs/urls-and-verdicts.md section 9)
+            notes.append("warned: " + ", ".join(r["warnings"]))
         if r["retries"]:
             notes.append(f"{r['retries']} retry after back-off")
         if r["meta_refresh"]:

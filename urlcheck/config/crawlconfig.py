@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from urlcheck.check.addressguard import AddressPolicy
+from urlcheck.check.audit import CHECKS, AuditRules, Level, level_of
 from urlcheck.config.access import SiteAccess
 from urlcheck.config.proxies import ProxySettings
 from urlcheck.config.reader import ConfigError, SettingsReader
@@ -82,6 +83,7 @@ class CheckConfig:
     max_url_length: int = 65_536
     # Rows asking for the same URL share one chain (urlcheck/input/duplicates.py).
     same_url_once: bool = True
+    audit: AuditRules = field(default_factory=AuditRules)  # the audit checks' levels
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> CheckConfig:
@@ -99,7 +101,26 @@ class CheckConfig:
             rows_ahead=read.integer("URLCHECK_ROWS_AHEAD", 200, minimum=1),
             max_url_length=read.integer("URLCHECK_MAX_URL_LENGTH", 65_536, minimum=16),
             same_url_once=read.boolean("URLCHECK_SAME_URL_ONCE", True),
+            audit=audit_rules(settings),
         )
+
+
+def audit_rules(settings: BaseSettings) -> AuditRules:
+    """Each audit check's level (its ``Check.setting``) and the many-to-one thresholds."""
+    read = SettingsReader(settings)
+    levels: dict[str, Level] = {}
+    for code, check in CHECKS.items():
+        levels[code] = level_of(read.choice(check.setting, check.default, check.levels))
+    share = read.number("URLCHECK_MANY_TO_ONE_SHARE", 50.0)
+    if not 0 < share <= 100:
+        raise ConfigError(
+            f"setting URLCHECK_MANY_TO_ONE_SHARE: expected a percentage > 0 and <= 100, got {share}"
+        )
+    return AuditRules(
+        levels,
+        many_to_one_rows=read.integer("URLCHECK_MANY_TO_ONE_ROWS", 10, minimum=1),
+        many_to_one_share=share,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,15 @@ def flatten(item: dict[str, Any]) -> dict[str, Any]:
     for key, value in item.items():
         if key == "chain":
             flat[key] = chain_text(value)
+        elif key == "final_page":  # the same columns on every row (the first row sets them)
+            page = value if isinstance(value, dict) else {}
+            for name in ("content_type", "title", "canonical"):
+                flat[f"final_page.{name}"] = page.get(name)
+            flat["final_page.robots"] = "; ".join(
+                f"{entry.get('source')}: {', '.join(map(str, entry.get('directives') or ()))}"
+                for entry in page.get("robots") or ()
+                if isinstance(entry, dict)
+            )
         elif key == "input" and isinstance(value, dict):
             for column, cell in value.items():
                 flat[f"input.{column}"] = cell

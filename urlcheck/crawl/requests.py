@@ -49,6 +49,7 @@ class RowRequests:
             ignore_trailing_slash=config.ignore_trailing_slash,
             temporary_redirect=config.temporary_redirect,
             max_chain_hops=config.max_chain_hops,
+            audit=config.audit,
         )
         # Rows fed, their latest request while open, and rows whose line was written: no row
         # may end without a line, whatever drops its request (urlcheck.check.ledger).
@@ -137,6 +138,8 @@ class RowRequests:
             error=end.error,
             error_message=end.error_message,
             meta_refresh=end.meta_refresh,
+            final_page=end.final_page,
+            findings=end.findings,
             retries=retries_spent(meta),
             retry_after=meta.get(m.RETRY_AFTER),
             proxy=meta.get(m.PROXY),

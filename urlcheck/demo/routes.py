@@ -19,6 +19,7 @@ import struct
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from urlcheck.demo.pages import NORMAL_PAGE, PAGES, DemoPage, down_page
 from urlcheck.demo.wire import Abort, Reply, Request, Response, reason
@@ -243,6 +244,51 @@ async def redirect_to_host(exchange: Exchange) -> Reply:
         raise BadParamError("host is required")
     target = exchange.request.arg("path") or "/ok"
     return _redirect(301, _header_safe(exchange.url(target, host=host), "host or path"))
+
+
+@route("/steps/{codes}")
+async def steps(exchange: Exchange, codes: str) -> Reply:
+    """/steps/301.302 answers 301 to /steps/302, which answers 302 to /steps/end, a 200 page:
+    a chain of the redirect statuses named (query kept)."""
+    first, _, rest = codes.partition(".")
+    if first == "end":
+        return page(200, "end of the steps")
+    status = _status(first, "codes")
+    return _redirect(status, exchange.url(exchange.keep_query(f"/steps/{rest or 'end'}")))
+
+
+@route("/round-trip")
+async def round_trip(exchange: Exchange) -> Reply:
+    """301 to host `via` (same port), which sends the client back here to `path` (default /ok):
+    a chain that leaves a host and comes back to it."""
+    via = exchange.request.arg("via")
+    if not via:
+        raise BadParamError("via is required")
+    path = exchange.request.arg("path") or "/ok"
+    back = f"/301-redirect-to-host?host={quote(exchange.host)}&path={quote(path, safe='/')}"
+    return _redirect(301, _header_safe(exchange.url(back, host=via), "via or path"))
+
+
+@route("/indexing")
+async def indexing(exchange: Exchange) -> Reply:
+    """200 HTML saying what `meta` (robots), `googlebot`, `canonical` and `title` give in its
+    head, and `header` (X-Robots-Tag) and `link` (a canonical Link header) in its headers."""
+    arg = exchange.request.arg
+    head = [f"<title>{html.escape(arg('title') or 'indexing')}</title>"]
+    for name in ("robots", "googlebot"):
+        value = arg("meta" if name == "robots" else name)
+        if value is not None:
+            head.append(f'<meta name="{name}" content="{html.escape(value)}">')
+    canonical = arg("canonical")
+    if canonical is not None:
+        head.append(f'<link rel="canonical" href="{html.escape(canonical)}">')
+    headers = [("Content-Type", HTML)]
+    if (value := arg("header")) is not None:
+        headers.append(("X-Robots-Tag", _header_safe(value, "header")))
+    if (value := arg("link")) is not None:
+        headers.append(("Link", f'<{_header_safe(value, "link")}>; rel="canonical"'))
+    body = f"<!doctype html>\n<html><head>{''.join(head)}</head><body><p>a page</p></body></html>\n"
+    return Response(200, tuple(headers), body.encode("utf-8"))
 
 
 @route("/ratelimit/{n}")

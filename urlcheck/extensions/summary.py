@@ -1,7 +1,9 @@
 """Counts every result into stats (``urlcheck/...``) and logs one summary block at the end.
 
 A row's warnings (``temporary_redirect`` when only warned of, the Location warnings of its hops)
-are counted once per row: ``urlcheck/warning/location_backslash`` is the rows that met one."""
+are counted once per row: ``urlcheck/warning/location_backslash`` is the rows that met one.
+``many_to_one`` needs every row: it is counted when the crawl closes, over this run's rows
+(docs/urls-and-verdicts.md section 9.1), and its landing URLs listed in the summary."""
 
 from __future__ import annotations
 
@@ -10,7 +12,10 @@ from typing import TYPE_CHECKING, Self
 
 from scrapy import signals
 
+from urlcheck.check.manytoone import LandingTally, expected_reached
+from urlcheck.check.printable import printable
 from urlcheck.check.result import Result, status_class
+from urlcheck.crawl.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -19,15 +24,25 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+MANY_TO_ONE_SHOWN = 5  # landing URLs listed in the summary block
+
+
 class Summary:
-    def __init__(self, stats: StatsCollector) -> None:
+    def __init__(self, stats: StatsCollector, landings: LandingTally | None = None) -> None:
         self.stats = stats
+        self.landings = landings  # None: many_to_one is off
         self.block = ""  # the summary block, once the spider has closed (urlcheck check prints it)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         assert crawler.stats is not None
-        extension = cls(crawler.stats)
+        audit = runtime(crawler).config.check.audit
+        landings = (
+            LandingTally(audit.many_to_one_rows, audit.many_to_one_share)
+            if audit.on("many_to_one")
+            else None
+        )
+        extension = cls(crawler.stats, landings)
         crawler.signals.connect(extension.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
@@ -52,14 +67,24 @@ class Summary:
                 inc(f"urlcheck/reason/{reason}")
         for warning in item.warnings:  # each once per row (urlcheck.check.result.hop_warnings)
             inc(f"urlcheck/warning/{warning}")
+        if self.landings is not None and item.hops and item.final_url is not None:
+            reached = expected_reached(item.expected, item.reasons)
+            self.landings.add(
+                item.row, item.requested_url, item.final_url, item.hops, expected_reached=reached
+            )
 
     def spider_closed(self, reason: str) -> None:
+        many = self.landings.result() if self.landings is not None else None
+        if many is not None and many.rows:
+            self.stats.set_value("urlcheck/warning/many_to_one", len(many.rows))
+            self.stats.set_value("urlcheck/many_to_one/urls", len(many.landings))
         stats = self.stats.get_stats()
         lines = [f"urlcheck summary ({reason}): {stats.get('urlcheck/rows', 0)} rows checked"]
         for title, prefix in (
             ("first status", "urlcheck/status/"),
             ("final status", "urlcheck/final_status/"),
             ("verdicts", "urlcheck/verdict/"),
+            ("failed checks", "urlcheck/reason/"),
             ("errors", "urlcheck/error/"),
             ("warnings (rows)", "urlcheck/warning/"),
         ):
@@ -69,5 +94,15 @@ class Summary:
         for title, key in (("redirected", "urlcheck/redirected"), ("loops", "urlcheck/loops")):
             if stats.get(key):
                 lines.append(f"  {title}: {stats[key]}")
+        if many is not None and many.landings:
+            shown = "; ".join(
+                f"{printable(x.url)} ({len(x.rows)} rows)"
+                for x in many.landings[:MANY_TO_ONE_SHOWN]
+            )
+            more = len(many.landings) - MANY_TO_ONE_SHOWN
+            lines.append(
+                f"  many rows, one landing URL (many_to_one): {shown}"
+                + (f"; and {more} more" if more > 0 else "")
+            )
         self.block = "\n".join(lines)
         logger.info("%s", self.block)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from urlcheck.check.result import (
+    CHECKS_RE,
     FINAL_STATUS_RE,
     LINE_END,
     ROW_KEY,
@@ -27,6 +28,8 @@ from urlcheck.check.result import (
     STATUS_RE,
     URL_KEY,
     VERDICT_RE,
+    check_codes,
+    check_lists,
     line_url_hash,
     read_key,
     slow_line_url_hash,
@@ -117,9 +120,11 @@ class ResultsScan:
         return bool(self.repaired_bytes or self.malformed or self.duplicates)
 
 
-# (status, final_status, verdict) -> lines: raw bytes as the regexes found them, or read_key's
-# values
-_Keys = defaultdict[tuple[bytes | int | None, bytes | int | None, bytes | str | None], int]
+# (status, final_status, verdict, reasons, warnings) -> lines: raw bytes as the regexes found
+# them, or read_key's values
+_Keys = defaultdict[
+    tuple[bytes | int | None, bytes | int | None, bytes | str | None, bytes, bytes], int
+]
 
 _MAX_LOGGED = 10
 _CHUNK = 1 << 20
@@ -189,18 +194,20 @@ def scan_results(
         src = open_nofollow(path, "rb", buffering=_CHUNK)
     except FileNotFoundError:
         return scan
-    # (status, final_status, verdict) -> lines; raw bytes on the fast path, values from read_key
+    # (status, final_status, verdict, reasons, warnings) -> lines; raw bytes on the fast path,
+    # values from read_key otherwise
     keys: _Keys = defaultdict(int)
     writer: _Rewriter | None = None
     side: BinaryIO | None = None
     torn_at: int | None = None
     done = scan.done
     bits = done._bits  # extended in place, so this stays the bitmap
-    row_match, status_search, final_search, verdict_search = (
+    row_match, status_search, final_search, verdict_search, checks_match = (
         ROW_RE.match,
         STATUS_RE.search,
         FINAL_STATUS_RE.search,
         VERDICT_RE.search,
+        CHECKS_RE.match,
     )
     check_urls = urls is not None
     nurls, url_skip = len(urls) if urls is not None else 0, len(URL_KEY)
@@ -242,7 +249,11 @@ def scan_results(
                                 mask = 1 << (row & 7)
                                 if not bits[index] & mask:
                                     bits[index] |= mask
-                                    keys[sm[1], fm[1], vm[1]] += 1
+                                    cm = checks_match(line, vm.end())
+                                    if cm is None:
+                                        keys[sm[1], fm[1], vm[1], b"", b""] += 1
+                                    else:
+                                        keys[sm[1], fm[1], vm[1], cm[1], cm[2]] += 1
                                     if writer is not None:
                                         writer.out.write(line)
                                     continue
@@ -282,7 +293,7 @@ def scan_results(
                 done.reserve(row)
                 nbits = len(bits)
                 bits[row >> 3] |= 1 << (row & 7)
-                keys[first, final, verdict] += 1
+                keys[first, final, verdict, *check_lists(line)] += 1
                 if writer is not None:
                     writer.out.write(line)
         if check_urls and not scan.foreign and scan.malformed and not keys:
@@ -336,10 +347,12 @@ def _not_its_row(row: int, found: int | None, urls: Sequence[int] | None, lineno
 
 def _counts(keys: _Keys) -> Counts:
     counts = Counts()
-    for (raw_first, raw_final, raw_verdict), n in keys.items():
+    for (raw_first, raw_final, raw_verdict, reasons, warnings), n in keys.items():
         counts.add_first_status(_status_value(raw_first), n)
         counts.add_status(_status_value(raw_final), n)
         counts.add_verdict(_verdict_value(raw_verdict), n)
+        if reasons or warnings:
+            counts.add_checks(check_codes(reasons), check_codes(warnings), n)
     return counts
 
 
@@ -384,7 +397,7 @@ def read_tail(path: Path | str, start: int = 0) -> Tail:
                 tail.end += len(line)
                 key = read_key(line)
                 if key is not None:
-                    keys[key.status, key.final_status, key.verdict] += 1
+                    keys[key.status, key.final_status, key.verdict, *check_lists(line)] += 1
     except FileNotFoundError:
         return tail
     tail.lines = sum(keys.values())

@@ -260,9 +260,20 @@ def format_status(status: JobStatus) -> str:
     lines.append(f"  first answers: {first}")
     lines.append(f"  final answers: {_tally(counts.by_status)}")
     lines.append(f"  verdicts:      {_tally(status.counts.by_verdict)}")
+    # Rows per check (docs/urls-and-verdicts.md): failed by it, warned of it.
+    if status.counts.by_reason:
+        lines.append(f"  failed checks: {_tally(_by_count(status.counts.by_reason))}")
+    if status.counts.by_warning:
+        lines.append(f"  warnings:      {_tally(_by_count(status.counts.by_warning))}")
     if status.finished_at:
         lines.append(f"  finished:      {status.finished_at} ({status.finish_reason})")
     elif status.started_at:
         lines.append(f"  started:       {status.started_at}")
     # meta.json and the paths are a job directory's, which may come from anyone
     return "\n".join(printable(line) for line in lines)
+
+
+def _by_count(tally: dict[str, int], limit: int = 12) -> dict[str, int]:
+    """The most frequent codes first, at most ``limit`` (a job dir's names are printable'd)."""
+    top = sorted(tally.items(), key=lambda item: (-item[1], item[0]))[:limit]
+    return {printable(code): n for code, n in top}

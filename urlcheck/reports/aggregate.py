@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
+from urlcheck.check.manytoone import LandingTally
 from urlcheck.check.result import STATUS_CLASSES, status_class
 from urlcheck.check.urls import host_key
 from urlcheck.jobs.counts import VERDICTS
 from urlcheck.reports.source import HostInfo
 
 CHAIN_BUCKETS = 10  # chain lengths 0..9 hops, then "10+"
+MANY_TO_ONE_SHOWN = 50  # landing URLs listed
 UNAVAILABLE = "host_unavailable"  # the error kind of rows given up on a host that is down
 
 
@@ -78,6 +80,15 @@ class Heatmap:
     outcomes: list[list[int]]
 
 
+@dataclass(slots=True)
+class ManyToOneRow:
+    """A final URL many rows landed on (docs/urls-and-verdicts.md section 9.1)."""
+
+    url: str
+    rows: int
+    first_rows: list[int]  # the lowest row numbers, for finding them
+
+
 @dataclass
 class ReportData:
     """Everything a report shows; plain values, ready for a template."""
@@ -111,6 +122,8 @@ class ReportData:
     heatmap: Heatmap | None = None
     job_state: str | None = None  # from the job's meta.json
     input_rows: int | None = None  # rows in the job's input, checked or not
+    warnings: list[tuple[str, int]] = field(default_factory=list)  # rows warned of each check
+    many_to_one: list[ManyToOneRow] = field(default_factory=list)
 
     @property
     def failing_shown(self) -> int:
@@ -159,8 +172,11 @@ class Aggregate:
         latency_samples: int = 101,
         host_cap: int = 200,
         proxies: bool = False,
+        many_to_one: tuple[int, float] | None = (10, 50.0),
     ) -> None:
+        """``many_to_one``: its thresholds (rows, share), None when the check is off."""
         self.failing_cap = failing_cap
+        self.landings = LandingTally(*many_to_one) if many_to_one is not None else None
         self.error_samples = error_samples
         self.latency_samples = latency_samples
         self.host_cap = host_cap
@@ -176,6 +192,7 @@ class Aggregate:
         self.errors: Counter[str] = Counter()
         self.error_samples_by_kind: dict[str, list[tuple[int, str, str]]] = {}
         self.reasons: Counter[str] = Counter()
+        self.warnings: Counter[str] = Counter()
         self.redirected = self.loops = self.error_rows = self.retried_rows = 0
         self.meta_refresh = self.with_expected = 0
         self.first_checked: str | None = None
@@ -246,6 +263,12 @@ class Aggregate:
         if reasons:
             for reason in reasons:
                 self.reasons[str(reason)] += 1
+        warnings = get("warnings")
+        if warnings and isinstance(warnings, list):
+            for warning in warnings:
+                self.warnings[str(warning)] += 1
+        if hops and self.landings is not None:
+            self.landings.add_line(result)
         checked = get("checked_at")
         if isinstance(checked, str):
             if self.first_checked is None or checked < self.first_checked:
@@ -361,6 +384,14 @@ class Aggregate:
         chain.append((f"{CHAIN_BUCKETS}+", self.chain_lengths[CHAIN_BUCKETS]))
         while len(chain) > 2 and chain[-1][1] == 0:
             chain.pop()
+        many = self.landings.result() if self.landings is not None else None
+        warnings = self.warnings.copy()
+        failing = [entry for _, _, entry in sorted(self._failing, key=lambda i: -i[0])]
+        if many is not None and many.rows:
+            warnings["many_to_one"] += len(many.rows)
+            for entry in failing:  # flagged on the rows shown (their lines cannot say it)
+                if entry.row in many.rows:
+                    entry.reasons.append("many_to_one (warning)")
         data = ReportData(
             source=source,
             rows=self.rows,
@@ -388,8 +419,13 @@ class Aggregate:
             hosts=hosts[: self.host_cap],
             hosts_total=len(hosts),
             unavailable_hosts=sum(1 for h in hosts if h.unavailable),
-            failing=[entry for _, _, entry in sorted(self._failing, key=lambda i: -i[0])],
+            failing=failing,
             failing_total=self.failing_total,
+            warnings=warnings.most_common(),
+            many_to_one=[
+                ManyToOneRow(x.url, len(x.rows), sorted(x.rows)[:10])
+                for x in (many.landings[:MANY_TO_ONE_SHOWN] if many is not None else [])
+            ],
         )
         if proxies is not None:
             data.proxies = self._proxy_rows(proxies)

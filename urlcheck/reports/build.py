@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from urlcheck.check.manytoone import LandingTally
 from urlcheck.reports.aggregate import Aggregate, ReportData
 from urlcheck.reports.html import render_html
 from urlcheck.reports.junit import JUnitWriter
@@ -28,7 +29,9 @@ def output_format(output: str) -> tuple[Path, str]:
 def build_report(path: Path, *, failing_cap: int = 1000) -> ReportData:
     source = ResultsSource.open(path)
     proxies = source.proxies()
-    aggregate = Aggregate(failing_cap=failing_cap, proxies=proxies is not None)
+    aggregate = Aggregate(
+        failing_cap=failing_cap, proxies=proxies is not None, many_to_one=source.many_to_one()
+    )
     for row in source.rows():
         aggregate.add(row)
     data = aggregate.finish(
@@ -43,6 +46,17 @@ def build_report(path: Path, *, failing_cap: int = 1000) -> ReportData:
     return data
 
 
+def _many_to_one(source: ResultsSource) -> frozenset[int]:
+    """The rows flagged many_to_one: a first pass over the results (it needs every row)."""
+    thresholds = source.many_to_one()
+    if thresholds is None:
+        return frozenset()
+    tally = LandingTally(*thresholds)
+    for row in source.rows():
+        tally.add_line(row)
+    return tally.result().rows
+
+
 def write_report(
     path: Path, output: Path, fmt: str, *, failing_cap: int = 1000, title: str | None = None
 ) -> int:
@@ -52,7 +66,7 @@ def write_report(
         source = ResultsSource.open(path)
         rows = 0
         with output.open("wb") as out:
-            writer = JUnitWriter(out)
+            writer = JUnitWriter(out, many_to_one=_many_to_one(source))
             for row in source.rows():
                 rows += 1
                 writer.add(row)

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import json
 from array import array
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from urlcheck.check.manytoone import LandingTally
 from urlcheck.check.printable import printable
 from urlcheck.check.result import status_class
 from urlcheck.reports.source import ResultsSource
 
-FIELDS = ("status", "final_url", "final_status", "verdict", "error")
+FIELDS = ("status", "final_url", "final_status", "verdict", "error", "reasons", "warnings")
 _DECODER = json.JSONDecoder()
 
 
@@ -52,10 +54,27 @@ class DiffSummary:
     regressed: int = 0
     added: int = 0
     removed: int = 0
+    # Rows of both runs by check (reasons and warnings codes): newly found, no longer found.
+    checks_found: Counter[str] = field(default_factory=Counter)
+    checks_cleared: Counter[str] = field(default_factory=Counter)
+    many_to_one: tuple[int, int] = (0, 0)  # rows flagged in the old run, the new (all rows)
 
 
 def _key(result: dict[str, Any]) -> int:
-    return hash(tuple(result.get(name) for name in ("url", *FIELDS)))
+    return hash(tuple(_hashable(result.get(name)) for name in ("url", *FIELDS)))
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(map(str, value)) if isinstance(value, list) else value
+
+
+def _codes(result: dict[str, Any]) -> set[str]:
+    found: set[str] = set()
+    for name in ("reasons", "warnings"):
+        value = result.get(name)
+        if isinstance(value, list):
+            found.update(map(str, value))
+    return found
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -77,6 +96,10 @@ def regressions(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     found = []
     if old.get("verdict") == "pass" and new.get("verdict") == "fail":
         found.append("verdict pass -> fail")
+    elif old.get("verdict") == "fail" and new.get("verdict") == "fail":
+        before, after = old.get("reasons"), new.get("reasons")
+        if isinstance(before, list) and isinstance(after, list):
+            found += [f"new failed check {code}" for code in after if code not in before]
     before, after = status_class(old.get("final_status")), status_class(new.get("final_status"))
     if before == "2xx" and after in ("4xx", "5xx"):
         found.append(f"final status {old['final_status']} -> {new['final_status']}")
@@ -88,12 +111,14 @@ def regressions(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 class _Index:
     """Where each row's line is in one run's file, and a hash of what it said."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, landings: LandingTally | None = None) -> None:
         self.path = path
         self.offsets = array("q")
         self.keys = array("q")
         self.rows = 0
         for offset, result in _lines(path):
+            if landings is not None and result.get("hops"):
+                landings.add_line(result)
             row = result["row"]
             if row < 0:
                 continue
@@ -118,12 +143,26 @@ class _Index:
 def diff(old: Path, new: Path) -> Iterator[RowChange | DiffSummary]:
     """Each changed, added or removed row in row order, then the summary (last). Both paths
     are checked at once: SourceError when one is not a job directory or a results file."""
-    return _changes(ResultsSource.open(old).path, ResultsSource.open(new).path)
+    old_source, new_source = ResultsSource.open(old), ResultsSource.open(new)
+    return _changes(
+        old_source.path,
+        new_source.path,
+        (old_source.many_to_one(), new_source.many_to_one()),
+    )
 
 
-def _changes(old_path: Path, new_path: Path) -> Iterator[RowChange | DiffSummary]:
-    before, after = _Index(old_path), _Index(new_path)
+def _changes(
+    old_path: Path,
+    new_path: Path,
+    many_to_one: tuple[tuple[int, float] | None, tuple[int, float] | None] = (None, None),
+) -> Iterator[RowChange | DiffSummary]:
+    tallies = [LandingTally(*t) if t is not None else None for t in many_to_one]
+    before, after = _Index(old_path, tallies[0]), _Index(new_path, tallies[1])
     summary = DiffSummary()
+    summary.many_to_one = (
+        len(tallies[0].result().rows) if tallies[0] is not None else 0,
+        len(tallies[1].result().rows) if tallies[1] is not None else 0,
+    )
     with old_path.open("rb") as old_file, new_path.open("rb") as new_file:
         for row in range(max(len(before.offsets), len(after.offsets))):
             old_at, new_at = before.offset(row), after.offset(row)
@@ -154,6 +193,9 @@ def _changes(old_path: Path, new_path: Path) -> Iterator[RowChange | DiffSummary
             }
             if not fields:
                 continue
+            old_codes, new_codes = _codes(old_result), _codes(result)
+            summary.checks_found.update(new_codes - old_codes)
+            summary.checks_cleared.update(old_codes - new_codes)
             found = regressions(old_result, result)
             change = RowChange(row, _url(result), "changed", fields, found)
             summary.changed += 1
@@ -182,8 +224,21 @@ def format_change(change: RowChange) -> str:
 
 
 def format_summary(summary: DiffSummary) -> str:
-    return (
+    """The checks' lines, then the one line of counts (last, as it always was)."""
+    lines = []
+    for title, tally in (
+        ("checks newly found", summary.checks_found),
+        ("checks cleared", summary.checks_cleared),
+    ):
+        if tally:
+            shown = ", ".join(f"{printable(code)} {n:,}" for code, n in sorted(tally.items()))
+            lines.append(f"{title} (rows): {shown}")
+    if any(summary.many_to_one):
+        old, new = summary.many_to_one
+        lines.append(f"many_to_one (rows, over all rows of each run): {old:,} -> {new:,}")
+    lines.append(
         f"{summary.compared:,} rows in both runs: {summary.changed:,} changed, "
         f"{summary.regressed:,} regressed; {summary.added:,} only in the new run, "
         f"{summary.removed:,} only in the old run"
     )
+    return "\n".join(lines)

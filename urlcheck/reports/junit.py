@@ -26,9 +26,12 @@ def _attr(value: object) -> str:
 
 
 class JUnitWriter:
-    def __init__(self, out: IO[bytes], *, suite: str = "urlcheck") -> None:
+    def __init__(
+        self, out: IO[bytes], *, suite: str = "urlcheck", many_to_one: frozenset[int] = frozenset()
+    ) -> None:
         self.out = out
         self.suite = suite
+        self.many_to_one = many_to_one  # rows flagged many_to_one (computed over all rows)
         self.tests = 0
         self.failures = 0
         self.seconds = 0.0
@@ -52,6 +55,15 @@ class JUnitWriter:
             f'name={_attr("row " + str(result.get("row")) + ": " + url)} time="{seconds:.3f}"'
         )
         error = result.get("error")
+        # The checks that only warn: in the testcase's output, the test still passes.
+        warnings = [str(w) for w in result.get("warnings") or ()]
+        if result.get("row") in self.many_to_one:
+            warnings.append("many_to_one")
+        out = (
+            f"      <system-out>{escape(_text('warnings: ' + ', '.join(warnings)))}</system-out>\n"
+            if warnings
+            else ""
+        )
         if result.get("verdict") == "fail" or error or result.get("loop"):
             self.failures += 1
             message = ", ".join(failed_checks(result, detail=False)) or "fail"
@@ -66,8 +78,10 @@ class JUnitWriter:
             self._cases.write(
                 f">\n      <failure message={_attr(message)} "
                 f"type={_attr(error or 'fail')}>{escape(_text(chr(10).join(detail)))}</failure>\n"
-                "    </testcase>\n"
+                f"{out}    </testcase>\n"
             )
+        elif out:
+            self._cases.write(f">\n{out}    </testcase>\n")
         else:
             self._cases.write("/>\n")
         return True

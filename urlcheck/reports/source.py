@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from urlcheck.check.audit import CHECKS, AuditRules
 from urlcheck.jobs.errors import JobError
 from urlcheck.jobs.files import JobMeta
 
@@ -115,6 +116,26 @@ class ResultsSource:
         except JobError:
             return None
         return None if meta is None else (meta.state.value, meta.total_rows)
+
+    def many_to_one(self) -> tuple[int, float] | None:
+        """The many-to-one thresholds the job ran with (meta.json's settings), the defaults
+        for a bare results file; None when the job turned the check off."""
+        defaults = AuditRules()
+        rows, share = defaults.many_to_one_rows, defaults.many_to_one_share
+        try:
+            meta = JobMeta.load(self.path.parent)
+        except JobError:
+            meta = None
+        settings = meta.settings if meta is not None else {}
+        if settings.get(CHECKS["many_to_one"].setting) == "off":
+            return None
+        given_rows = settings.get("URLCHECK_MANY_TO_ONE_ROWS")
+        if isinstance(given_rows, int) and not isinstance(given_rows, bool) and given_rows >= 1:
+            rows = given_rows
+        given_share = settings.get("URLCHECK_MANY_TO_ONE_SHARE")
+        if isinstance(given_share, int | float) and 0 < given_share <= 100:
+            share = float(given_share)
+        return rows, share
 
     def proxies(self) -> dict[str, Any] | None:
         """The proxy pool snapshot written at close (docs/proxypool.md), if the crawl had one."""

@@ -434,15 +434,20 @@ class CheckSpider(Spider):
             return None  # a cancel already gave this row its line
         latency = meta.get("download_latency")
         locations = response.headers.getlist(b"Location")
+        status = response.status
+        page = 200 <= status < 300  # only a 2xx final page is read for its indexing
         answer = Answer(
             url=response.url,
-            status=response.status,
+            status=status,
             method=response.request.method if response.request is not None else "GET",
             location=locations[0] if locations else None,
             extra_locations=tuple(locations[1:]),
             text=response.text if isinstance(response, TextResponse) and response.body else None,
             ms=None if latency is None else round(latency * 1000),
             blocked=meta.get(m.BLOCKED),
+            content_type=_header(response, b"Content-Type") if page else None,
+            robots_headers=_headers(response, b"X-Robots-Tag") if page else (),
+            link_headers=_headers(response, b"Link") if page else (),
         )
         chain: list[Hop] = [*meta[m.CHAIN]]
         step = self.chain_rules.on_answer(meta[m.TASK], chain, answer)
@@ -519,3 +524,13 @@ class CheckSpider(Spider):
                 continue  # never started
             self._closed_rows.add(row)
             await internals.process_item(self.crawler, self.requests.finish(request, chain, end))
+
+
+def _header(response: Response, name: bytes) -> str | None:
+    value = response.headers.get(name)
+    return None if value is None else value.decode("latin-1")
+
+
+def _headers(response: Response, name: bytes) -> tuple[str, ...]:
+    # A few values at most: a page may repeat a header, not flood the result with it.
+    return tuple(v.decode("latin-1") for v in response.headers.getlist(name)[:8])

@@ -188,6 +188,14 @@
       if ((result.warnings || []).length) facts.push(el("p", { text: "warnings: " + result.warnings.join(", ") }));
       if (result.expected) facts.push(el("p", {}, "expected: ", urlNode(result.expected)));
       if (result.meta_refresh) facts.push(el("p", {}, "meta refresh: ", urlNode(result.meta_refresh)));
+      const page = result.final_page;
+      if (page) {
+        const about = [page.content_type, page.title ? "title “" + page.title + "”" : null].filter(Boolean);
+        if (about.length) facts.push(el("p", { text: "final page: " + about.join(", ") }));
+        if (page.canonical) facts.push(el("p", {}, "canonical: ", urlNode(page.canonical)));
+        const robots = (page.robots || []).map((r) => r.source + ": " + (r.directives || []).join(", "));
+        if (robots.length) facts.push(el("p", { text: "robots: " + robots.join("; ") }));
+      }
       return el("div", { className: "chain" }, el("table", { className: "chain-table" }, el("thead", {}, head), el("tbody", {}, ...rows)), ...facts);
     }
 
