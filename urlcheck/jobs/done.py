@@ -5,7 +5,8 @@ the measurements behind docs/jobs.md), so a resumed job reads its results file i
 repairs what a crash can leave behind: a torn last line. It must stay cheap for a
 1,000,000-row job: rows are a bitmap (125 KB per million rows) and lines are read with a bytes
 regex that :mod:`urlcheck.check.result` keys on the record's field order, never ``json.loads``
-for every line.
+for every line. On a resume, the part of the file meta.json vouches for (:class:`Vouched`) is
+read for its row keys only; its counts are meta.json's.
 """
 
 from __future__ import annotations
@@ -88,6 +89,22 @@ class DoneRows:
         return len(self._bits)
 
 
+@dataclass(frozen=True)
+class Vouched:
+    """What meta.json recorded of the results file at its last write: its first ``size`` bytes
+    held ``lines`` lines, one per row, counted as ``counts``.
+
+    Those bytes were whole lines appended by our own pipeline after a scan had repaired the
+    file, so a resume reads only their row keys (a third of the work). They are taken as
+    vouched for only when that reading finds exactly ``lines`` lines, each with a new row in
+    range, ending exactly at ``size``; anything else, and the whole file is scanned as usual.
+    """
+
+    size: int
+    lines: int
+    counts: Counts
+
+
 @dataclass
 class ResultsScan:
     path: Path
@@ -137,8 +154,43 @@ def dropped_path(results_path: Path) -> Path:
     return results_path.with_name(results_path.name + ".dropped")
 
 
+def _vouched_rows(src: BinaryIO, done: DoneRows, limit: int, vouched: Vouched) -> bool:
+    """Mark the rows of the vouched-for lines done (reading their row keys only); False, with
+    nothing marked and ``src`` back at its start, when the file is not what meta.json says."""
+    bits, row_match, size = done._bits, ROW_RE.match, vouched.size
+    offset = lines = nbits = 0
+    if size > 0 and vouched.counts.total() == vouched.lines:
+        for line in src:
+            offset += len(line)
+            m = row_match(line)
+            if m is None or not line.endswith(LINE_END):
+                break
+            row = int(m[1])  # the regex admits no sign and no leading zero
+            if not 0 < row <= limit:
+                break
+            index, mask = row >> 3, 1 << (row & 7)
+            if index >= nbits:
+                done.reserve(row)
+                nbits = len(bits)
+            elif bits[index] & mask:
+                break
+            bits[index] |= mask
+            lines += 1
+            if offset >= size:
+                break
+        if offset == size and lines == vouched.lines:
+            return True
+    bits[:] = bytes(len(bits))
+    src.seek(0)
+    return False
+
+
 def scan_results(
-    path: Path | str, *, max_row: int | None = None, repair: bool = True
+    path: Path | str,
+    *,
+    max_row: int | None = None,
+    repair: bool = True,
+    vouched: Vouched | None = None,
 ) -> ResultsScan:
     """Read results.jsonl: which rows are done, their counts, and what had to be repaired.
 
@@ -147,6 +199,7 @@ def scan_results(
     repeated rows (the first line wins) are removed by an atomic rewrite. Everything removed is
     appended to ``<name>.dropped`` next to the file. Call it only while holding the job lock and
     before anything opens the results file for appending. A missing file is an empty scan.
+    ``vouched``: what meta.json says of the file's start (see :class:`Vouched`).
     """
     path = Path(path)
     limit = max_row if max_row is not None else DEFAULT_MAX_ROW
@@ -175,10 +228,14 @@ def scan_results(
             side = open_nofollow(scan.dropped_to, "ab", like=path)
         side.write(data)
 
+    known = Counts()
     try:
         with src:
-            offset = nbits = 0
-            for lineno, line in enumerate(src, 1):
+            offset = nbits = first_line = 0
+            if vouched is not None and _vouched_rows(src, done, limit, vouched):
+                offset, first_line, nbits = vouched.size, vouched.lines, len(bits)
+                known = vouched.counts.copy()
+            for lineno, line in enumerate(src, first_line + 1):
                 offset += len(line)
                 # read_key's fast path, inlined: this loop runs once per row of a million-row job.
                 m = row_match(line)
@@ -259,9 +316,10 @@ def scan_results(
             side.close()
         if writer is not None:
             writer.abort()
-    scan.lines = sum(pairs.values())
+    scan.lines = sum(pairs.values()) + known.total()
     done._count = scan.lines
     scan.counts = _counts(pairs)
+    scan.counts.merge(known)
     return scan
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from urlcheck.clock import parse_utc_iso, utc_compact, utc_iso
 from urlcheck.input.csvfile import sha256_file
 from urlcheck.jobs.context import JobContext, PausedHosts, no_paused_hosts
-from urlcheck.jobs.done import ResultsScan, dropped_path, scan_results
+from urlcheck.jobs.done import ResultsScan, Vouched, dropped_path, scan_results
 from urlcheck.jobs.errors import InputMismatchError
 from urlcheck.jobs.files import (
     INPUT_COPY,
@@ -175,6 +175,14 @@ def archive_run(jobdir: Path, results_path: Path, meta: JobMeta, now: float) -> 
     return moved
 
 
+def _vouched(meta: JobMeta | None, results: Path) -> Vouched | None:
+    """What an unfinished job's meta.json says its results file starts with (None for a new
+    job, or when it says nothing of this file)."""
+    if meta is None or not meta.results_bytes or meta.results_path != str(results.resolve()):
+        return None
+    return Vouched(meta.results_bytes, meta.done_rows, meta.counts)
+
+
 def prepare_job(
     jobdir: Path | str,
     input_path: Path | str,
@@ -228,7 +236,9 @@ def prepare_job(
         )
         if not taken:
             logger.warning("recheck=%s matched no row of job %s", recheck, jobdir)
-    scan = scan_results(results, max_row=max_row)
+    scan = scan_results(
+        results, max_row=max_row, vouched=None if recheck else _vouched(previous, results)
+    )
     if fresh:
         if len(scan.done):
             logger.warning(

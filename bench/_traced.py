@@ -1,0 +1,109 @@
+"""Where a crawl's memory goes: ``scrapy crawl`` run in this process under tracemalloc.
+
+    python bench/_traced.py OUT.json SECONDS scrapy crawl check ARGS...
+
+runs the command (``scrapy.cmdline.execute``) with tracemalloc tracing 40 frames, takes a
+snapshot whenever the traced total passes its previous high by 1 MB (so the last one is the
+peak's), and after SECONDS (or at exit) writes the peak snapshot's bytes by component to
+OUT.json. A component is the first part of the urlcheck flow found walking a block's traceback
+from where it was allocated outwards (:data:`COMPONENTS`); a block allocated while a module was
+being imported is the code's. Tracing slows the crawl several times: rates and timings come
+from an untraced run, only the breakdown from this one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import threading
+import time
+import tracemalloc
+from collections import defaultdict
+from pathlib import Path
+
+# (path fragment, component): the first fragment a frame's file name contains names it.
+COMPONENTS: tuple[tuple[str, str], ...] = (
+    ("urlcheck/input/feeder.py", "feeder (rows waiting, by host)"),
+    ("urlcheck/check/ledger.py", "ledger (rows fed / written)"),
+    ("urlcheck/jobs/done.py", "done rows (resume scan)"),
+    ("urlcheck/input/", "CSV reader"),
+    ("urlcheck/crawl/scheduling.py", "frontier (scheduler queues)"),
+    ("scrapy/core/scheduler.py", "frontier (scheduler queues)"),
+    ("scrapy/pqueues.py", "frontier (scheduler queues)"),
+    ("queuelib/", "frontier (scheduler queues)"),
+    ("urlcheck/crawl/requests.py", "requests and chains in hand"),
+    ("urlcheck/spiders/check.py", "requests and chains in hand"),
+    ("scrapy/statscollectors.py", "stats"),
+    ("urlcheck/extensions/metrics.py", "stats"),
+    ("prometheus_client/", "stats"),
+    ("urlcheck/extensions/hostreport.py", "stats"),
+    ("urlcheck/politeness/", "politeness (per-host state)"),
+    ("urlcheck/middlewares/", "politeness (per-host state)"),
+    ("scrapy/core/downloader/", "downloader (slots, in flight)"),
+    ("twisted/", "twisted (connections, timers)"),
+    ("scrapy/", "scrapy (other)"),
+    ("urlcheck/", "urlcheck (other)"),
+)
+CODE = "code and modules (imports)"
+_STEP = 1 << 20
+
+
+def component(frames: tracemalloc.Traceback) -> str:
+    names = [frame.filename for frame in frames]  # most recent call first
+    if any(name.startswith("<frozen importlib") for name in names):
+        return CODE
+    for name in names:
+        for fragment, label in COMPONENTS:
+            if fragment in name:
+                return label
+    return "other (stdlib, asyncio, logging...)"
+
+
+class PeakSnapshots:
+    def __init__(self, out: Path, seconds: float) -> None:
+        self.out, self.seconds = out, seconds
+        self.peak: tracemalloc.Snapshot | None = None
+        self.high = 0
+        self.started = time.monotonic()
+        self.written = False
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        while time.monotonic() - self.started < self.seconds:
+            current, _ = tracemalloc.get_traced_memory()
+            if current > self.high + _STEP:
+                self.high = current
+                self.peak = tracemalloc.take_snapshot()
+            time.sleep(0.2)
+        self.write()
+        os._exit(0)  # the breakdown is all this run is for
+
+    def write(self) -> None:
+        with self.lock:
+            if self.written or self.peak is None:
+                return
+            self.written = True
+            by: defaultdict[str, int] = defaultdict(int)
+            for trace in self.peak.traces:
+                by[component(trace.traceback)] += trace.size
+            _, peak = tracemalloc.get_traced_memory()
+            self.out.write_text(
+                json.dumps({"traced_peak": peak, "at_peak": dict(by)}, indent=1, sort_keys=True)
+            )
+
+
+def main() -> None:
+    out, seconds, argv = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
+    tracemalloc.start(40)
+    watcher = PeakSnapshots(out, seconds)
+    atexit.register(watcher.write)
+    threading.Thread(target=watcher.run, daemon=True).start()
+    from scrapy.cmdline import execute
+
+    execute(argv)
+
+
+if __name__ == "__main__":
+    main()
