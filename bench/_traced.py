@@ -2,13 +2,14 @@
 
     python bench/_traced.py OUT.json SECONDS scrapy crawl check ARGS...
 
-runs the command (``scrapy.cmdline.execute``) with tracemalloc tracing 40 frames, takes a
-snapshot whenever the traced total passes its previous high by 1 MB (so the last one is the
-peak's), and after SECONDS (or at exit) writes the peak snapshot's bytes by component to
-OUT.json. A component is the first part of the urlcheck flow found walking a block's traceback
-from where it was allocated outwards (:data:`COMPONENTS`); a block allocated while a module was
-being imported is the code's. Tracing slows the crawl several times: rates and timings come
-from an untraced run, only the breakdown from this one.
+runs the command (``scrapy.cmdline.execute``) and starts tracemalloc (25 frames) when the
+check spider starts: what was there before (the interpreter, modules and libraries) is that
+moment's RSS, ``rss_before``. It takes a snapshot whenever the traced total passes its previous
+high by 1 MB (so the last one is the peak's), and after SECONDS (or at exit) writes the peak
+snapshot's bytes by component to OUT.json. A component is the first part of the urlcheck flow
+found walking a block's traceback from where it was allocated outwards (:data:`COMPONENTS`);
+a block allocated while a module was being imported is the code's. Tracing slows the crawl
+several times: rates and timings come from an untraced run, only the breakdown from this one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import time
 import tracemalloc
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 # (path fragment, component): the first fragment a frame's file name contains names it.
 COMPONENTS: tuple[tuple[str, str], ...] = (
@@ -66,12 +68,13 @@ class PeakSnapshots:
         self.out, self.seconds = out, seconds
         self.peak: tracemalloc.Snapshot | None = None
         self.high = 0
-        self.started = time.monotonic()
         self.written = False
         self.lock = threading.Lock()
+        self.rss_before = 0
 
     def run(self) -> None:
-        while time.monotonic() - self.started < self.seconds:
+        started = time.monotonic()
+        while time.monotonic() - started < self.seconds:
             current, _ = tracemalloc.get_traced_memory()
             if current > self.high + _STEP:
                 self.high = current
@@ -90,18 +93,38 @@ class PeakSnapshots:
                 by[component(trace.traceback)] += trace.size
             _, peak = tracemalloc.get_traced_memory()
             self.out.write_text(
-                json.dumps({"traced_peak": peak, "at_peak": dict(by)}, indent=1, sort_keys=True)
+                json.dumps(
+                    {"traced_peak": peak, "at_peak": dict(by), "rss_before": self.rss_before},
+                    indent=1,
+                    sort_keys=True,
+                )
             )
+
+
+def vm_rss() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 def main() -> None:
     out, seconds, argv = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
-    tracemalloc.start(40)
     watcher = PeakSnapshots(out, seconds)
     atexit.register(watcher.write)
-    threading.Thread(target=watcher.run, daemon=True).start()
     from scrapy.cmdline import execute
 
+    from urlcheck.spiders.check import CheckSpider
+
+    spider_start = CheckSpider.start
+
+    def traced_start(spider: CheckSpider) -> Any:
+        watcher.rss_before = vm_rss()
+        tracemalloc.start(25)
+        threading.Thread(target=watcher.run, daemon=True).start()
+        return spider_start(spider)
+
+    CheckSpider.start = traced_start  # type: ignore[method-assign]
     execute(argv)
 
 
