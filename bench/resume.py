@@ -7,7 +7,7 @@ templates), the job's own copy of the CSV (``input.csv``, as every job keeps one
 meta.json in state ``paused`` holding the CSV's sha256 and the results' size. It then resumes
 the job with the real command in a subprocess:
 
-    python -m scrapy crawl check -a csv=CSV -s JOBDIR=JOB -s CLOSESPIDER_TIMEOUT=30
+    python -m scrapy crawl check -a csv=CSV -s JOBDIR=JOB -s CLOSESPIDER_TIMEOUT=30 (--seconds)
 
 and prints one line per figure:
   a. seconds from process start to the first request arriving at the site, against 2.0 s
@@ -15,7 +15,7 @@ and prints one line per figure:
   c. requests for rows already done (target 0), read from the site's request log
   d. the results file after the run: lines, rows twice, unreadable lines (targets: 0, 0)
 
-Usage: python bench/resume.py [--rows N] [--done N] [--workdir DIR] [--keep]
+Usage: python bench/resume.py [--rows N] [--done N] [--workdir DIR] [--keep] [--seconds S]
 """
 
 from __future__ import annotations
@@ -151,14 +151,14 @@ def run(args: argparse.Namespace, workdir: Path) -> list[str]:
         command = crawl_argv(
             "-a",
             f"csv={csv}",
-            settings=[f"JOBDIR={jobdir}", f"CLOSESPIDER_TIMEOUT={CLOSESPIDER_TIMEOUT}"],
+            settings=[f"JOBDIR={jobdir}", f"CLOSESPIDER_TIMEOUT={args.seconds}"],
         )
         print(f"command (cwd {REPO}): {' '.join(command)}", flush=True)
         log = workdir / "crawl.log"
         with log.open("wb") as err:
             process = start(command, stdout=None, stderr=err)
             with RssSampler(process) as sampler:
-                code = process.wait(CLOSESPIDER_TIMEOUT + 600)
+                code = process.wait(args.seconds + 600)
         started, samples = sampler.started, sampler.samples
         records = site.log()
 
@@ -205,6 +205,12 @@ def main() -> None:
     parser.add_argument("--done", type=int, default=900_000)
     parser.add_argument("--workdir", type=Path, help="default: a new temporary directory")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument(
+        "--seconds",
+        type=int,
+        default=CLOSESPIDER_TIMEOUT,
+        help=f"CLOSESPIDER_TIMEOUT of the resumed crawl (default {CLOSESPIDER_TIMEOUT})",
+    )
     args = parser.parse_args()
     if not 0 < args.done < args.rows:
         parser.error("need 0 < --done < --rows")

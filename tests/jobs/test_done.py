@@ -98,6 +98,15 @@ def test_done_rows_missing() -> None:
     assert list(DoneRows().missing(3)) == [1, 2, 3]
 
 
+def test_done_rows_test_agrees_with_contains() -> None:
+    done = DoneRows()
+    for row in (1, 7, 8, 9, 64, 1000, 8191):
+        done.add(row)
+    test = done.test()
+    assert [row for row in range(9000) if test(row)] == sorted(done)
+    assert not DoneRows().test()(1)
+
+
 def test_done_rows_rejects_rows_out_of_range() -> None:
     done = DoneRows(max_row=10)
     with pytest.raises(ValueError, match=r"outside 1\.\.10"):

@@ -15,7 +15,7 @@ import logging
 import os
 from array import array
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -29,6 +29,8 @@ logger = logging.getLogger(__name__)
 
 # A row number beyond this is taken for corruption rather than allocating a huge bitmap.
 DEFAULT_MAX_ROW = 100_000_000
+# A bitmap byte as eight bytes, 1 for each bit set (lowest bit first).
+_SPREAD = [bytes((byte >> bit) & 1 for bit in range(8)) for byte in range(256)]
 
 
 class DoneRows:
@@ -87,6 +89,13 @@ class DoneRows:
 
     def nbytes(self) -> int:
         return len(self._bits)
+
+    def test(self) -> Callable[[int], bool]:
+        """A faster ``__contains__`` for a pass over every row (the CSV's, on a resume): one
+        byte per row, up to the highest row done (a million rows: 1 MB while it is used)."""
+        flags = b"".join(_SPREAD[byte] for byte in self._bits).rstrip(b"\0")
+        size = len(flags)
+        return lambda row: row < size and flags[row] == 1
 
 
 @dataclass(frozen=True)
