@@ -2,14 +2,14 @@
 
     python bench/_traced.py OUT.json SECONDS scrapy crawl check ARGS...
 
-runs the command (``scrapy.cmdline.execute``) and starts tracemalloc (25 frames) when the
-check spider starts: what was there before (the interpreter, modules and libraries) is that
-moment's RSS, ``rss_before``. It takes a snapshot whenever the traced total passes its previous
-high by 1 MB (so the last one is the peak's), and after SECONDS (or at exit) writes the peak
-snapshot's bytes by component to OUT.json. A component is the first part of the urlcheck flow
-found walking a block's traceback from where it was allocated outwards (:data:`COMPONENTS`);
-a block allocated while a module was being imported is the code's. Tracing slows the crawl
-several times: rates and timings come from an untraced run, only the breakdown from this one.
+runs the command (``scrapy.cmdline.execute``) and starts tracemalloc (3 frames: more made
+indexing a million rows take minutes) when the check spider starts: what was there before (the
+interpreter, modules and libraries) is that moment's RSS, ``rss_before``. It takes a snapshot
+whenever the traced total passes its previous high by 2 MB, at most every 2 s (so the last one
+is the peak's), and after SECONDS (or at exit) writes the peak snapshot's bytes by component to
+OUT.json. A component is the first part of the urlcheck flow found in a block's traceback, from
+where it was allocated outwards (:data:`COMPONENTS`). Tracing slows the crawl several times:
+rates and timings come from an untraced run, only the breakdown from this one.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import threading
 import time
 import tracemalloc
 from collections import defaultdict
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +50,13 @@ COMPONENTS: tuple[tuple[str, str], ...] = (
     ("urlcheck/", "urlcheck (other)"),
 )
 CODE = "code and modules (imports)"
-_STEP = 1 << 20
+_FRAMES = 3
+_STEP = 2 << 20
+_EVERY = 2.0  # seconds at least between snapshots (each copies every trace)
 
 
 def component(frames: tracemalloc.Traceback) -> str:
-    names = [frame.filename for frame in frames]  # most recent call first
+    names = [frame.filename for frame in reversed(frames)]  # where it was allocated first
     if any(name.startswith("<frozen importlib") for name in names):
         return CODE
     for name in names:
@@ -79,6 +82,7 @@ class PeakSnapshots:
             if current > self.high + _STEP:
                 self.high = current
                 self.peak = tracemalloc.take_snapshot()
+                time.sleep(_EVERY)
             time.sleep(0.2)
         self.write()
         os._exit(0)  # the breakdown is all this run is for
@@ -118,11 +122,12 @@ def main() -> None:
 
     spider_start = CheckSpider.start
 
-    def traced_start(spider: CheckSpider) -> Any:
+    async def traced_start(spider: CheckSpider) -> AsyncIterator[Any]:
         watcher.rss_before = vm_rss()
-        tracemalloc.start(25)
+        tracemalloc.start(_FRAMES)
         threading.Thread(target=watcher.run, daemon=True).start()
-        return spider_start(spider)
+        async for item in spider_start(spider):
+            yield item
 
     CheckSpider.start = traced_start  # type: ignore[method-assign]
     execute(argv)
