@@ -7,9 +7,10 @@ indexing a million rows take minutes) when the check spider starts: what was the
 interpreter, modules and libraries) is that moment's RSS, ``rss_before``. It takes a snapshot
 whenever the traced total passes its previous high by 2 MB, at most every 2 s (so the last one
 is the peak's), and after SECONDS (or at exit) writes the peak snapshot's bytes by component to
-OUT.json. A component is the first part of the urlcheck flow found in a block's traceback, from
-where it was allocated outwards (:data:`COMPONENTS`). Tracing slows the crawl several times:
-rates and timings come from an untraced run, only the breakdown from this one.
+OUT.json, and those of one taken at the end (the steady state). A component is the first part
+of the urlcheck flow found in a block's traceback, from where it was allocated outwards
+(:data:`COMPONENTS`). Tracing slows the crawl several times: rates and timings come from an
+untraced run, only the breakdown from this one.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class PeakSnapshots:
     def __init__(self, out: Path, seconds: float) -> None:
         self.out, self.seconds = out, seconds
         self.peak: tracemalloc.Snapshot | None = None
+        self.last: tracemalloc.Snapshot | None = None  # at the end: the steady state
         self.high = 0
         self.written = False
         self.lock = threading.Lock()
@@ -84,6 +86,7 @@ class PeakSnapshots:
                 self.peak = tracemalloc.take_snapshot()
                 time.sleep(_EVERY)
             time.sleep(0.2)
+        self.last = tracemalloc.take_snapshot()
         self.write()
         os._exit(0)  # the breakdown is all this run is for
 
@@ -92,17 +95,21 @@ class PeakSnapshots:
             if self.written or self.peak is None:
                 return
             self.written = True
-            by: defaultdict[str, int] = defaultdict(int)
-            for trace in self.peak.traces:
-                by[component(trace.traceback)] += trace.size
             _, peak = tracemalloc.get_traced_memory()
-            self.out.write_text(
-                json.dumps(
-                    {"traced_peak": peak, "at_peak": dict(by), "rss_before": self.rss_before},
-                    indent=1,
-                    sort_keys=True,
-                )
-            )
+            found = {
+                "traced_peak": peak,
+                "rss_before": self.rss_before,
+                "at_peak": by_component(self.peak),
+                "at_end": by_component(self.last or self.peak),
+            }
+            self.out.write_text(json.dumps(found, indent=1, sort_keys=True))
+
+
+def by_component(snapshot: tracemalloc.Snapshot) -> dict[str, int]:
+    by: defaultdict[str, int] = defaultdict(int)
+    for trace in snapshot.traces:
+        by[component(trace.traceback)] += trace.size
+    return dict(by)
 
 
 def vm_rss() -> int:
@@ -129,7 +136,7 @@ def main() -> None:
         async for item in spider_start(spider):
             yield item
 
-    CheckSpider.start = traced_start  # type: ignore[method-assign]
+    CheckSpider.start = traced_start  # type: ignore[method-assign,assignment]
     execute(argv)
 
 
