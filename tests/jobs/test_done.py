@@ -105,6 +105,10 @@ def test_done_rows_test_agrees_with_contains() -> None:
     test = done.test()
     assert [row for row in range(9000) if test(row)] == sorted(done)
     assert not DoneRows().test()(1)
+    far = DoneRows()
+    far.add(99_999_999)  # a stray row number: no 100 MB of flags for it
+    assert far.test() == far.__contains__
+    assert far.test()(99_999_999) and not far.test()(1)
 
 
 def test_done_rows_rejects_rows_out_of_range() -> None:

@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_ROW = 100_000_000
 # A bitmap byte as eight bytes, 1 for each bit set (lowest bit first).
 _SPREAD = [bytes((byte >> bit) & 1 for bit in range(8)) for byte in range(256)]
+_SPREAD_MAX_BYTES = 2 << 20
 
 
 class DoneRows:
@@ -92,7 +93,11 @@ class DoneRows:
 
     def test(self) -> Callable[[int], bool]:
         """A faster ``__contains__`` for a pass over every row (the CSV's, on a resume): one
-        byte per row, up to the highest row done (a million rows: 1 MB while it is used)."""
+        byte per row, up to the highest row done (a million rows: 1 MB while it is used); a
+        bitmap past 16 million rows (a results file's stray row number can make one) keeps
+        ``__contains__``."""
+        if len(self._bits) > _SPREAD_MAX_BYTES:
+            return self.__contains__
         flags = b"".join(_SPREAD[byte] for byte in self._bits).rstrip(b"\0")
         size = len(flags)
         return lambda row: row < size and flags[row] == 1
