@@ -98,17 +98,18 @@ def test_done_rows_missing() -> None:
     assert list(DoneRows().missing(3)) == [1, 2, 3]
 
 
-def test_done_rows_test_agrees_with_contains() -> None:
+def test_done_rows_flags_agree_with_contains() -> None:
     done = DoneRows()
     for row in (1, 7, 8, 9, 64, 1000, 8191):
         done.add(row)
-    test = done.test()
-    assert [row for row in range(9000) if test(row)] == sorted(done)
-    assert not DoneRows().test()(1)
+    flags = done.flags()
+    assert flags is not None and len(flags) == 8192
+    assert [row for row, flag in enumerate(flags) if flag == 1] == sorted(done)
+    assert set(flags) == {0, 1}
+    assert DoneRows().flags() == b""
     far = DoneRows()
     far.add(99_999_999)  # a stray row number: no 100 MB of flags for it
-    assert far.test() == far.__contains__
-    assert far.test()(99_999_999) and not far.test()(1)
+    assert far.flags() is None
 
 
 def test_done_rows_rejects_rows_out_of_range() -> None:

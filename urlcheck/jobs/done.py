@@ -15,7 +15,7 @@ import logging
 import os
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -91,16 +91,13 @@ class DoneRows:
     def nbytes(self) -> int:
         return len(self._bits)
 
-    def test(self) -> Callable[[int], bool]:
-        """A faster ``__contains__`` for a pass over every row (the CSV's, on a resume): one
-        byte per row, up to the highest row done (a million rows: 1 MB while it is used); a
-        bitmap past 16 million rows (a results file's stray row number can make one) keeps
-        ``__contains__``."""
+    def flags(self) -> bytes | None:
+        """One byte per row, 1 for a row done, up to the highest row done (a million rows: 1 MB
+        while it is used), for a pass over every row (the CSV's, on a resume); None past 16
+        million rows (a results file's stray row number can make such a bitmap)."""
         if len(self._bits) > _SPREAD_MAX_BYTES:
-            return self.__contains__
-        flags = b"".join(_SPREAD[byte] for byte in self._bits).rstrip(b"\0")
-        size = len(flags)
-        return lambda row: row < size and flags[row] == 1
+            return None
+        return b"".join(_SPREAD[byte] for byte in self._bits).rstrip(b"\0")
 
 
 @dataclass(frozen=True)

@@ -141,7 +141,12 @@ class CheckSpider(Spider):
         )
         invalid: list[tuple[int, int]] = []
         count = 0
-        for record in source.records(skip=done.test() if len(done) else None):
+        flags = done.flags() if len(done) else None
+        if flags is not None:  # done rows are skipped a chunk at a time
+            rows = source.records(skip_flags=flags)
+        else:
+            rows = source.records(skip=done.__contains__ if len(done) else None)
+        for record in rows:
             count += 1
             try:
                 host = input_host(record.url)
