@@ -6,8 +6,9 @@ runs the command (``scrapy.cmdline.execute``) and starts tracemalloc (3 frames: 
 indexing a million rows take minutes) when the check spider starts: what was there before (the
 interpreter, modules and libraries) is that moment's RSS, ``rss_before``. It takes a snapshot
 whenever the traced total passes its previous high by 2 MB, at most every 2 s (so the last one
-is the peak's), and after SECONDS (or at exit) writes the peak snapshot's bytes by component to
-OUT.json, and those of one taken at the end (the steady state). A component is the first part
+is the peak's), and 15 s after the CSV is indexed (at most SECONDS after the start; or at exit)
+writes the peak snapshot's bytes by component to OUT.json, and those of one taken then (the
+steady state). A component is the first part
 of the urlcheck flow found in a block's traceback, from where it was allocated outwards
 (:data:`COMPONENTS`). Tracing slows the crawl several times: rates and timings come from an
 untraced run, only the breakdown from this one.
@@ -23,7 +24,7 @@ import threading
 import time
 import tracemalloc
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ COMPONENTS: tuple[tuple[str, str], ...] = (
 CODE = "code and modules (imports)"
 _FRAMES = 3
 _STEP = 2 << 20
+_STEADY_AFTER = 15.0  # seconds after the CSV is indexed: the end snapshot's moment
 _EVERY = 2.0  # seconds at least between snapshots (each copies every trace)
 
 
@@ -77,9 +79,12 @@ class PeakSnapshots:
         self.lock = threading.Lock()
         self.rss_before = 0
 
-    def run(self) -> None:
+    def run(self, indexed: Callable[[], bool]) -> None:
         started = time.monotonic()
-        while time.monotonic() - started < self.seconds:
+        steady_at = started + self.seconds
+        while time.monotonic() < steady_at:
+            if indexed() and steady_at > time.monotonic() + _STEADY_AFTER:
+                steady_at = time.monotonic() + _STEADY_AFTER
             current, _ = tracemalloc.get_traced_memory()
             if current > self.high + _STEP:
                 self.high = current
@@ -96,11 +101,15 @@ class PeakSnapshots:
                 return
             self.written = True
             _, peak = tracemalloc.get_traced_memory()
+            at_end = by_component(self.last or self.peak)
+            at_peak = by_component(self.peak)
+            if sum(at_end.values()) > sum(at_peak.values()):
+                at_peak = at_end  # the high-water mark was reached after the last snapshot
             found = {
                 "traced_peak": peak,
                 "rss_before": self.rss_before,
-                "at_peak": by_component(self.peak),
-                "at_end": by_component(self.last or self.peak),
+                "at_peak": at_peak,
+                "at_end": at_end,
             }
             self.out.write_text(json.dumps(found, indent=1, sort_keys=True))
 
@@ -132,7 +141,9 @@ def main() -> None:
     async def traced_start(spider: CheckSpider) -> AsyncIterator[Any]:
         watcher.rss_before = vm_rss()
         tracemalloc.start(_FRAMES)
-        threading.Thread(target=watcher.run, daemon=True).start()
+        threading.Thread(
+            target=watcher.run, args=(lambda: spider.runtime.total_rows > 0,), daemon=True
+        ).start()
         async for item in spider_start(spider):
             yield item
 
