@@ -17,6 +17,7 @@ from urlcheck.check.urls import (
     comparable,
     hop_kind,
     host_key,
+    input_host,
     normalise_input,
     refresh_target,
     resolve_location,
@@ -613,3 +614,52 @@ def test_refresh_target(content: str, target: str | None) -> None:
 )
 def test_without_userinfo(url: str, wire: str) -> None:
     assert without_userinfo(url) == wire
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "http://127.0.0.10:8999/ok?r=1",
+        "https://example.com",
+        "https://sub.example.co.uk/a/b?c=d#e",
+        "http://a-b.example/x",
+        "http://a--b.example/",
+        "https://example.com:443/",
+        "http://0.0.0.0/",
+        "http://255.255.255.255:0/",
+        # Not plain: the parser decides.
+        "http://Example.COM/",
+        "example.com/path",
+        " http://example.com/ ",
+        "http://example.com/a b",
+        "http://exämple.com/",
+        "http://xn--exmple-cua.com/",
+        "http://a.com./",
+        "http://a.1com/",
+        "http://1.2.3.04/",
+        "http://0x7f.1/",
+        "http://127.1/",
+        "http://u:p@example.com/",
+        "http://a.com\\@b.com/",
+        "http://[::1]:8080/",
+        "http://-a.example/",
+    ],
+)
+def test_input_host_is_the_parsers_host(raw: str) -> None:
+    assert input_host(raw) == normalise_input(raw).host
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["http://1.2.3.4.5/", "http://a.0x1f/", "http://a.com:99999/", "http://256.1.1.1/", "ftp://a/"],
+)
+def test_input_host_refuses_what_the_parser_refuses(raw: str) -> None:
+    with pytest.raises(InvalidURL):
+        normalise_input(raw)
+    with pytest.raises(InvalidURL):
+        input_host(raw)
+
+
+@pytest.mark.parametrize(("raw", "url", "host", "added"), VALID_INPUTS)
+def test_input_host_of_every_valid_input(raw: str, url: str, host: str, added: bool) -> None:
+    assert input_host(raw) == host

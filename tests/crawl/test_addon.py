@@ -90,6 +90,6 @@ def test_a_one_process_crawl_loads_no_module_of_distributed_mode(
     )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.splitlines()[-1])
-    assert report == {"finish_reason": "finished", "loaded": []}
+    assert report == {"finish_reason": "finished", "loaded": [], "unneeded": []}
     lines = (jobdir / "results.jsonl").read_text(encoding="utf-8").splitlines()
     assert sorted(json.loads(line)["row"] for line in lines) == [1, 2]

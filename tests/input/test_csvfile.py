@@ -18,6 +18,7 @@ import pytest
 
 from urlcheck.input import csvfile
 from urlcheck.input.csvfile import CsvSource, InputError, Record, sha256_file
+from urlcheck.input.lines import CHUNK
 
 
 def write(tmp_path: Path, data: bytes, name: str = "urls.csv") -> Path:
@@ -671,3 +672,42 @@ def test_unreadable_file(tmp_path: Path) -> None:
         env={**os.environ, "PYTHONPATH": str(Path(csvfile.__file__).parents[2])},
     )
     assert run.stdout.strip() == f"{path}: permission denied"
+
+
+def _rows_text(rng: random.Random, rows: int, *, quote_at: int | None, newline: str) -> str:
+    lines = ["url,note"]
+    for i in range(1, rows + 1):
+        kind = rng.random()
+        if kind < 0.02:
+            lines.append("")  # blank lines are no rows
+        elif kind < 0.03:
+            lines.append(" ,\t")
+        lines.append(f"https://h{i % 7}.example/p?i={i},n{i}" + ("," if kind > 0.97 else ""))
+        if i == quote_at:
+            lines.append('"https://q.example/a",\'two' + newline + 'lines"')
+    return newline.join(lines)
+
+
+@pytest.mark.parametrize(
+    ("newline", "quote_at", "trailing"),
+    [("\n", None, "\n"), ("\r\n", 9000, ""), ("\n", 100, "\n"), ("\r\n", None, "\r\n\r\n")],
+)
+def test_skip_flags_give_what_the_row_by_row_skip_gives(
+    tmp_path: Path, newline: str, quote_at: int | None, trailing: str
+) -> None:
+    rng = random.Random(f"{newline}{quote_at}")
+    path = tmp_path / "in.csv"
+    path.write_text(_rows_text(rng, 30_000, quote_at=quote_at, newline=newline) + trailing)
+    assert path.stat().st_size > 3 * CHUNK  # several chunks
+    source = CsvSource(path)
+    done = {row for row in range(1, 28_000) if rng.random() < 0.8} | set(range(2000, 9000))
+    flags = bytes(1 if row in done else 0 for row in range(27_000))  # rows past it: not done
+
+    def key(r: Record) -> tuple[int, int, str, str | None, dict[str, str], str | None]:
+        return (r.row, r.offset, r.url, r.expected, r.extra, r.problem)
+
+    expected = [key(r) for r in source.records(skip=lambda row: row < 27_000 and row in done)]
+    assert [key(r) for r in source.records(skip_flags=flags)] == expected
+    assert len(expected) > 6000
+    for row, offset, url, *_ in expected[::97]:  # the offsets lead back to the rows
+        assert (source.read_at(offset, row).url, source.read_at(offset, row).row) == (url, row)

@@ -9,7 +9,7 @@ import pytest
 
 from urlcheck.check.result import status_class
 from urlcheck.jobs.counts import Counts
-from urlcheck.jobs.done import DoneRows, dropped_path, scan_results
+from urlcheck.jobs.done import DoneRows, Vouched, dropped_path, scan_results
 
 
 def result(
@@ -96,6 +96,20 @@ def test_done_rows_missing() -> None:
         done.add(row)
     assert list(done.missing(10)) == [3, 5, 6, 7, 10]
     assert list(DoneRows().missing(3)) == [1, 2, 3]
+
+
+def test_done_rows_flags_agree_with_contains() -> None:
+    done = DoneRows()
+    for row in (1, 7, 8, 9, 64, 1000, 8191):
+        done.add(row)
+    flags = done.flags()
+    assert flags is not None and len(flags) == 8192
+    assert [row for row, flag in enumerate(flags) if flag == 1] == sorted(done)
+    assert set(flags) == {0, 1}
+    assert DoneRows().flags() == b""
+    far = DoneRows()
+    far.add(99_999_999)  # a stray row number: no 100 MB of flags for it
+    assert far.flags() is None
 
 
 def test_done_rows_rejects_rows_out_of_range() -> None:
@@ -313,3 +327,80 @@ def test_one_line_with_another_url_makes_the_file_foreign(tmp_path: Path, which:
     assert (
         scan_results(path, repair=False, urls=_urls(3, {2: "http://elsewhere/2"})).foreign is None
     )
+
+
+# --- the part meta.json vouches for -------------------------------------------------------------
+
+
+def _vouched_file(tmp_path: Path) -> tuple[Path, list[bytes]]:
+    lines = [line(result(row, 200, "pass" if row % 2 else None)) for row in (3, 1, 2)]
+    return write(tmp_path / "results.jsonl", *lines), lines
+
+
+def test_vouched_lines_take_their_counts_from_meta(tmp_path: Path) -> None:
+    path, lines = _vouched_file(tmp_path)
+    # Counts that no line holds: only the row keys of the vouched part are read.
+    said = Counts()
+    said.add(301, 404, "fail")
+    said.add(301, 404, "fail")
+    tail = line(result(7, 500, None))
+    path.write_bytes(path.read_bytes() + tail)
+    size = len(lines[0] + lines[1])
+    scan = scan_results(path, vouched=Vouched(size, 2, said))
+    assert sorted(scan.done) == [1, 2, 3, 7]
+    assert scan.lines == 4
+    assert scan.counts.by_status["4xx"] == 2 and scan.counts.by_status["2xx"] == 1
+    assert scan.counts.by_status["5xx"] == 1
+    assert scan.counts.by_verdict == {"pass": 0, "fail": 2, "none": 2}
+
+
+@pytest.mark.parametrize(
+    ("size", "lines", "why"),
+    [
+        (-1, 2, "the size falls inside a line"),
+        (0, 3, "more lines said than found"),
+        (0, 1, "fewer lines said than found"),
+    ],
+)
+def test_a_file_that_is_not_what_meta_says_is_scanned_whole(
+    tmp_path: Path, size: int, lines: int, why: str
+) -> None:
+    path, written = _vouched_file(tmp_path)
+    said = Counts()
+    for _ in range(lines):
+        said.add(301, 404, "fail")
+    scan = scan_results(path, vouched=Vouched(len(written[0] + written[1]) + size, lines, said))
+    assert sorted(scan.done) == [1, 2, 3], why
+    assert scan.counts == reference_counts(
+        [result(3, 200, "pass"), result(1, 200, "pass"), result(2)]
+    )
+
+
+def test_a_vouched_part_with_a_repeated_row_or_a_bad_line_is_scanned_and_repaired(
+    tmp_path: Path,
+) -> None:
+    first, again = line(result(1, 200, "pass")), line(result(1, 404, "fail"))
+    for bad in (again, b'{"row": 4, "url": "x"}{"row": 5, "url"\n'):
+        path = write(tmp_path / "results.jsonl", first, bad, line(result(2)))
+        said = Counts()
+        for _ in range(3):
+            said.add(200, 200, None)
+        scan = scan_results(path, vouched=Vouched(path.stat().st_size, 3, said))
+        assert sorted(scan.done) == [1, 2]
+        assert scan.duplicates + scan.malformed == 1
+        assert scan.counts.by_verdict == {"pass": 1, "fail": 0, "none": 1}
+        assert path.read_bytes() == first + line(result(2))
+        dropped_path(path).unlink()
+
+
+def test_the_tail_past_the_vouched_part_is_scanned_and_repaired(tmp_path: Path) -> None:
+    path, lines = _vouched_file(tmp_path)
+    size = path.stat().st_size
+    torn = b'{"row": 9, "url": "ht'
+    path.write_bytes(path.read_bytes() + line(result(1, 404, "fail")) + line(result(5)) + torn)
+    said = reference_counts([result(3, 200, "pass"), result(1, 200, "pass"), result(2)])
+    scan = scan_results(path, vouched=Vouched(size, 3, said))
+    assert sorted(scan.done) == [1, 2, 3, 5]
+    assert (scan.duplicates, scan.repaired_bytes) == (1, len(torn))
+    assert path.read_bytes() == b"".join(lines) + line(result(5))
+    assert scan.counts.by_verdict == {"pass": 2, "fail": 0, "none": 2}

@@ -9,6 +9,7 @@ from urlcheck.input.csvfile import sha256_file
 from urlcheck.jobs.errors import InputMismatchError
 from urlcheck.jobs.files import META_FILE, JobMeta, JobState
 from urlcheck.jobs.prepare import check_input, free_name, prepare_job
+from urlcheck.jobs.recheck import Recheck
 
 NOW = 1_700_000_000.0
 
@@ -91,6 +92,30 @@ def test_resume_reads_and_repairs_the_results(tmp_path: Path, csv: Path) -> None
     assert meta.counts.by_verdict == {"pass": 1, "fail": 1, "none": 0}
     context = job.context(total_rows=3)
     assert (context.done_rows, context.counts.by_verdict["fail"]) == (2, 1)
+
+
+def test_resume_reads_only_the_row_keys_of_what_meta_json_vouches_for(
+    tmp_path: Path, csv: Path
+) -> None:
+    jobdir = tmp_path / "job"
+    prepare_job(jobdir, csv, clock=clock)
+    results = jobdir / "results.jsonl"
+    results.write_text(result_line(1, "pass") + result_line(3, "fail"), encoding="utf-8")
+    job = prepare_job(jobdir, csv, clock=clock)  # meta.json now vouches for both lines
+    assert job.meta.results_bytes == results.stat().st_size and job.meta.done_rows == 2
+    with results.open("a", encoding="utf-8") as out:  # a crash after one more line
+        out.write(result_line(2, "pass"))
+    meta = JobMeta.load(jobdir)
+    assert meta is not None
+    meta.counts.by_verdict = {"pass": 0, "fail": 2, "none": 0}  # no line says so: not re-read
+    meta.save(jobdir)
+    job = prepare_job(jobdir, csv, clock=clock)
+    assert sorted(job.scan.done) == [1, 2, 3]
+    assert job.scan.counts.by_verdict == {"pass": 1, "fail": 2, "none": 0}
+    # A re-check rewrites the file: meta.json vouches for nothing then.
+    job = prepare_job(jobdir, csv, clock=clock, recheck=Recheck.parse("fail"))
+    assert sorted(job.scan.done) == [1, 2]
+    assert job.scan.counts.by_verdict == {"pass": 2, "fail": 0, "none": 0}
 
 
 def test_resume_with_another_csv_touches_nothing(tmp_path: Path, csv: Path) -> None:

@@ -40,3 +40,11 @@ def test_a_failure_the_classifier_cannot_read_still_gives_the_row_its_line(tmp_p
     assert result.error_message is not None
     assert "RuntimeError" in result.error_message
     assert not spider.ledger.has_open()
+
+
+def test_remote_control_is_not_even_loaded_while_it_is_off() -> None:
+    remote = "scrapy.extensions.remote_control.RemoteControl"
+    off = get_crawler(CheckSpider, {"REMOTE_CONTROL_ENABLED": False})
+    assert remote not in off.settings.getdict("EXTENSIONS_BASE")
+    on = get_crawler(CheckSpider, {"REMOTE_CONTROL_ENABLED": True})
+    assert remote in on.settings.getdict("EXTENSIONS_BASE")

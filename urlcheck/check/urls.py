@@ -26,6 +26,7 @@ __all__ = [
     "comparable",
     "hop_kind",
     "host_key",
+    "input_host",
     "normalise_input",
     "redacted",
     "refresh_target",
@@ -235,6 +236,39 @@ def normalise_input(raw: str, *, default_scheme: str = "https") -> Target:
         raise InvalidURL(f"URL {_show(raw)}: {exc}", code="invalid_url") from None
     warnings = tuple(f"url_{name}" for name in _surprises(url, href, None))
     return Target(href, _host(href), added, warnings)
+
+
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+# An input URL already as the parser writes it: http(s), lower case, a host that is a DNS name
+# whose last label starts with a letter (never read as an IPv4 address) or a dotted-decimal
+# IPv4 address, no userinfo, then only printable ASCII. Its host is read off as it stands.
+_PLAIN_INPUT = re.compile(
+    r"https?://("
+    r"(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)*[a-z](?:[a-z0-9-]*[a-z0-9])?"
+    rf"|(?:{_OCTET}\.){{3}}{_OCTET}"
+    r")(?::([0-9]{1,5}))?(?:[/?#][!-~]*)?"
+)
+
+
+def input_host(raw: str) -> str:
+    """``normalise_input(raw).host``, read off a plain URL without parsing it (indexing a
+    million rows spent 4 s in the parser); raises :class:`InvalidURL` as it does."""
+    m = _PLAIN_INPUT.fullmatch(raw)
+    if m is not None and "xn--" not in m[1] and (m[2] is None or int(m[2]) <= 65535):
+        return m[1]
+    return normalise_input(raw).host
+
+
+def input_host_and_key(raw: str) -> tuple[str, str]:
+    """:func:`input_host`, and the key rows asking for the same URL share: the URL as sent
+    (``without_userinfo(normalise_input(raw).url)``), or a plain URL as it stands. Either way
+    equal keys are equal URLs as sent, since a plain URL equal to another's normalised form is
+    its own normalised form."""
+    m = _PLAIN_INPUT.fullmatch(raw)
+    if m is not None and "xn--" not in m[1] and (m[2] is None or int(m[2]) <= 65535):
+        return m[1], raw
+    target = normalise_input(raw)
+    return target.host, without_userinfo(target.url)
 
 
 # --------------------------------------------------------------------------- Locations

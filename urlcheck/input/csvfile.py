@@ -14,8 +14,8 @@ import hashlib
 import io
 import logging
 import os
-from collections.abc import Callable, Iterator
-from itertools import islice
+from collections.abc import Callable, Generator, Iterator
+from itertools import accumulate, compress, islice, repeat
 from pathlib import Path
 from typing import TypeVar
 
@@ -130,14 +130,26 @@ class CsvSource:
 
     # --- public -----------------------------------------------------------------------------------
 
-    def records(self, skip: Callable[[int], bool] | None = None) -> Iterator[Record]:
+    def records(
+        self, skip: Callable[[int], bool] | None = None, *, skip_flags: bytes | None = None
+    ) -> Iterator[Record]:
         """Yield the data rows in file order, streaming.
 
         ``skip(row)`` returning true means: count that row but don't build its Record (resume).
+        ``skip_flags``, instead: row ``r`` is skipped when ``skip_flags[r]`` is 1 (rows past its
+        end are not); whole chunks of unquoted lines are then skipped without a loop per line.
         """
         with self._open() as f:
+            if skip_flags is not None:
+                offset, row = self._data_offset, 0
+                if not self._codec:
+                    offset, row = yield from self._skip_unquoted(f, skip_flags)
+                flags, size = skip_flags, len(skip_flags)
+                skip = lambda r: r < size and flags[r] == 1  # noqa: E731
+            else:
+                offset, row = self._data_offset, 0
             yield from self._scan(
-                f, self._data_offset, 0, skip=skip, build=self._build, first_read=CHUNK, warn=True
+                f, offset, row, skip=skip, build=self._build, first_read=CHUNK, warn=True
             )
 
     def urls(self) -> Iterator[str]:
@@ -152,6 +164,53 @@ class CsvSource:
             yield from self._scan(
                 f, self._data_offset, 0, skip=None, build=url_of, first_read=CHUNK, warn=False
             )
+
+    def _skip_unquoted(
+        self, f: io.BufferedReader, flags: bytes
+    ) -> Generator[Record, None, tuple[int, int]]:
+        """The records of the rows ``flags`` doesn't skip, from the data's start on, a chunk
+        of whole lines at a time while the chunks hold no quote; returns where the per-line
+        scan goes on: the offset of the first chunk with a quote (or of an unfinished last
+        line), and the rows counted before it.
+
+        Each line of such a chunk is a record unless it is blank (the per-line scan's rules),
+        so the rows to read are found by slicing: no Python loop over the rows skipped.
+        """
+        offset, row = self._data_offset, 0
+        size = len(flags)
+        blank, decode, delimiter = self._blank_bytes, self._decode, self.delimiter
+        strip_initial = self._skipinitialspace
+        f.seek(offset)
+        carry = b""
+        while row < size:
+            chunk = f.read(CHUNK)
+            buf = carry + chunk if carry else chunk
+            cut = buf.rfind(b"\n") + 1
+            if not chunk or not cut or _QUOTE in buf[:cut]:
+                break  # the end, a line longer than a chunk, or a quote: line by line
+            body, carry = buf[:cut], buf[cut:]
+            lines = body.splitlines(keepends=True)
+            starts = list(accumulate(map(len, lines), initial=offset))
+            kept = list(compress(range(len(lines)), map(bytes.strip, lines, repeat(blank))))
+            first = row + 1  # the row of lines[kept[0]]
+            end = min(row + len(kept) + 1, size)
+            at = flags.find(0, first, end)
+            while at >= 0:
+                i = kept[at - first]
+                cells = decode(lines[i]).rstrip("\r\n").split(delimiter)
+                if strip_initial:
+                    cells = [cell.lstrip(" ") for cell in cells]
+                yield self._build(at, starts[i], cells, None)
+                at = flags.find(0, at + 1, end)
+            for r in range(end, row + len(kept) + 1):  # past the flags: none skipped
+                i = kept[r - first]
+                cells = decode(lines[i]).rstrip("\r\n").split(delimiter)
+                if strip_initial:
+                    cells = [cell.lstrip(" ") for cell in cells]
+                yield self._build(r, starts[i], cells, None)
+            row += len(kept)
+            offset += len(body)
+        return offset, row
 
     def read_at(self, offset: int, row: int) -> Record:
         """Parse the one record starting at ``offset`` (an offset ``records()`` gave)."""

@@ -5,7 +5,8 @@ the measurements behind docs/jobs.md), so a resumed job reads its results file i
 repairs what a crash can leave behind: a torn last line. It must stay cheap for a
 1,000,000-row job: rows are a bitmap (125 KB per million rows) and lines are read with a bytes
 regex that :mod:`urlcheck.check.result` keys on the record's field order, never ``json.loads``
-for every line.
+for every line. On a resume, the part of the file meta.json vouches for (:class:`Vouched`) is
+read for its row keys only; its counts are meta.json's.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ logger = logging.getLogger(__name__)
 
 # A row number beyond this is taken for corruption rather than allocating a huge bitmap.
 DEFAULT_MAX_ROW = 100_000_000
+# A bitmap byte as eight bytes, 1 for each bit set (lowest bit first).
+_SPREAD = [bytes((byte >> bit) & 1 for bit in range(8)) for byte in range(256)]
+_SPREAD_MAX_BYTES = 2 << 20
 
 
 class DoneRows:
@@ -101,6 +105,30 @@ class DoneRows:
     def nbytes(self) -> int:
         return len(self._bits)
 
+    def flags(self) -> bytes | None:
+        """One byte per row, 1 for a row done, up to the highest row done (a million rows: 1 MB
+        while it is used), for a pass over every row (the CSV's, on a resume); None past 16
+        million rows (a results file's stray row number can make such a bitmap)."""
+        if len(self._bits) > _SPREAD_MAX_BYTES:
+            return None
+        return b"".join(_SPREAD[byte] for byte in self._bits).rstrip(b"\0")
+
+
+@dataclass(frozen=True)
+class Vouched:
+    """What meta.json recorded of the results file at its last write: its first ``size`` bytes
+    held ``lines`` lines, one per row, counted as ``counts``.
+
+    Those bytes were whole lines appended by our own pipeline after a scan had repaired the
+    file, so a resume reads only their row keys (a third of the work). They are taken as
+    vouched for only when that reading finds exactly ``lines`` lines, each with a new row in
+    range, ending exactly at ``size``; anything else, and the whole file is scanned as usual.
+    """
+
+    size: int
+    lines: int
+    counts: Counts
+
 
 @dataclass
 class ResultsScan:
@@ -114,6 +142,7 @@ class ResultsScan:
     dropped_to: Path | None = None  # where dropped lines and torn bytes were saved
     # Why the file is not this input's results (a line's URL is not its row's): see ``urls``.
     foreign: str | None = None
+    vouch_held: bool = False  # the start meta.json vouched for was read by its row keys alone
 
     @property
     def needs_repair(self) -> bool:
@@ -163,6 +192,37 @@ def dropped_path(results_path: Path) -> Path:
     return results_path.with_name(results_path.name + ".dropped")
 
 
+def _vouched_rows(src: BinaryIO, done: DoneRows, limit: int, vouched: Vouched) -> bool:
+    """Mark the rows of the vouched-for lines done (reading their row keys only); False, with
+    nothing marked and ``src`` back at its start, when the file is not what meta.json says."""
+    bits, row_match, size = done._bits, ROW_RE.match, vouched.size
+    offset = lines = nbits = 0
+    if size > 0 and vouched.counts.total() == vouched.lines:
+        for line in src:
+            offset += len(line)
+            m = row_match(line)
+            if m is None or not line.endswith(LINE_END):
+                break
+            row = int(m[1])  # the regex admits no sign and no leading zero
+            if not 0 < row <= limit:
+                break
+            index, mask = row >> 3, 1 << (row & 7)
+            if index >= nbits:
+                done.reserve(row)
+                nbits = len(bits)
+            elif bits[index] & mask:
+                break
+            bits[index] |= mask
+            lines += 1
+            if offset >= size:
+                break
+        if offset == size and lines == vouched.lines:
+            return True
+    bits[:] = bytes(len(bits))
+    src.seek(0)
+    return False
+
+
 def scan_results(
     path: Path | str,
     *,
@@ -170,6 +230,7 @@ def scan_results(
     repair: bool = True,
     urls: Sequence[int] | None = None,
     log: bool = True,
+    vouched: Vouched | None = None,
 ) -> ResultsScan:
     """Read results.jsonl: which rows are done, their counts, and what had to be repaired.
 
@@ -184,6 +245,8 @@ def scan_results(
     the input does not have, or a file with no readable line at all) sets ``foreign`` and ends
     the scan, which then counts nothing. Scan with ``repair=False`` first, so that a file that
     is not the job's is never rewritten. ``log=False``: no warnings about what was found.
+
+    ``vouched``: what meta.json says of the file's start (see :class:`Vouched`).
     """
     path = Path(path)
     limit = max_row if max_row is not None else DEFAULT_MAX_ROW
@@ -219,10 +282,15 @@ def scan_results(
             side = open_nofollow(scan.dropped_to, "ab", like=path)
         side.write(data)
 
+    known = Counts()
     try:
         with src:
-            offset = nbits = 0
-            for lineno, line in enumerate(src, 1):
+            offset = nbits = first_line = 0
+            if vouched is not None and _vouched_rows(src, done, limit, vouched):
+                offset, first_line, nbits = vouched.size, vouched.lines, len(bits)
+                known = vouched.counts.copy()
+                scan.vouch_held = True
+            for lineno, line in enumerate(src, first_line + 1):
                 offset += len(line)
                 # read_key's fast path, inlined: this loop runs once per row of a million-row job.
                 m = row_match(line)
@@ -328,9 +396,10 @@ def scan_results(
             side.close()
         if writer is not None:
             writer.abort()
-    scan.lines = sum(keys.values())
+    scan.lines = sum(keys.values()) + known.total()
     done._count = scan.lines
     scan.counts = _counts(keys)
+    scan.counts.merge(known)
     return scan
 
 
