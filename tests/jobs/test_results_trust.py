@@ -24,6 +24,7 @@ from tests.jobs.crawls import (
     write_rows,
 )
 from tests.processes import crawl_argv, project_env, run, scrapy_job
+from tests.sitefixture import unused_port
 from urlcheck.input.lines import MAX_LINE
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import JobMeta, JobState
@@ -176,6 +177,37 @@ cp -a {job} {tmp_path}/second
 
 def arrivals_after(site: SiteServer, when: float) -> list[tuple[float, int]]:
     return [(t, row) for t, row in requested_rows(site, "disk") if t >= when]
+
+
+@as_root
+def test_a_full_disk_stops_a_crawl_whose_rows_end_without_requests(tmp_path: Path) -> None:
+    """Rows of a host given up on get their lines from the feed itself, without a request: a
+    failed write of one of those closed the spider from inside that line's processing, and the
+    close waited forever for it to end."""
+    port = unused_port("127.0.0.9")
+    csv = write_rows(tmp_path / "in.csv", [f"http://127.0.0.9:{port}/{r}" for r in range(300)])
+    disk, logs = tmp_path / "disk", tmp_path / "logs"
+    disk.mkdir()
+    logs.mkdir()
+    crawl = shlex.join(
+        crawl_argv(
+            "-a", f"csv={csv}", "--jobdir", str(disk / "job"),
+            settings=(*SETTINGS, "DOWNLOAD_TIMEOUT=2", "RETRY_TIMES=0"),
+        )
+    )  # fmt: skip
+    in_own_mounts(f"""
+mount -t tmpfs -o size=96k tmpfs {disk}
+code=0; timeout 60 {crawl} >{logs}/1.out 2>{logs}/1.err || code=$?; echo $code >{logs}/1.code
+cp -a {disk}/job {tmp_path}/job
+""")
+    err = (logs / "1.err").read_text()
+    assert int((logs / "1.code").read_text()) == ExitCode.WRITE_FAILED, err[-3000:]
+    assert "Traceback" not in err and "Logging error" not in err, err[-3000:]
+    results = read_results(tmp_path / "job" / "results.jsonl")
+    assert 10 < len(results) < 300
+    assert {r["error"] for r in results[2:]} == {"host_unavailable"}
+    meta = JobMeta.load(tmp_path / "job")
+    assert meta is not None and meta.state is JobState.PAUSED
 
 
 @as_root

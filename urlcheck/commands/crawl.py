@@ -160,6 +160,13 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = 1
         elif check:
             self.exitcode = int(exit_code(crawler))
+            failure = runtime(crawler).write_failure
+            if failure is not None and log is not None:  # the log file may not have it
+                print(
+                    f"urlcheck: {printable(f'could not write {failure.path}: {failure.error}')}; "
+                    "the job is paused: make room, then run it again",
+                    file=sys.stderr,
+                )
             if self.mode is not Mode.QUIET:
                 _print_summary(crawler, log)
 

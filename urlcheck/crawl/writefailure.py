@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from scrapy.utils.asyncio import call_later
 from scrapy.utils.defer import deferred_from_coro
 
 from urlcheck.crawl.runtime import runtime
@@ -53,6 +54,10 @@ def write_failed(crawler: Crawler, path: Path, exc: OSError) -> None:
             logger.error("Could not write %s either: %s", path, describe(exc))
         return
     rt.write_failure = WriteFailure(path, describe(exc))
+    # A log file on the same full disk fails too: Python's logging would print a traceback
+    # for each record it could not write. The one line that matters is below (and on stderr
+    # at the end when the log goes to a file: urlcheck.commands.crawl).
+    logging.raiseExceptions = False
     if crawler.stats is not None:
         crawler.stats.set_value(STAT, str(path))
     jobdir = crawler.settings.get("JOBDIR")
@@ -63,6 +68,16 @@ def write_failed(crawler: Crawler, path: Path, exc: OSError) -> None:
         describe(exc),
         f"job {jobdir} paused" if jobdir else "no new row starts",
     )
+    # Not from inside the item being written: Scrapy's scraper would wait for it to end before
+    # closing, and for an item of start() (a row given its line without a request) it never
+    # sees that end, so the close hung. The spider's start() stops feeding meanwhile.
+    call_later(_CLOSE_AFTER, _close, crawler)
+
+
+_CLOSE_AFTER = 0.1  # seconds: the item in hand is done by then
+
+
+def _close(crawler: Crawler) -> None:
     engine = crawler.engine
     if engine is not None and engine.spider is not None and engine.running:
         deferred_from_coro(engine.close_spider_async(reason=REASON)).addErrback(

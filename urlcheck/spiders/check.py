@@ -228,6 +228,8 @@ class CheckSpider(Spider):
         # its line) only once nothing else is left in flight.
         idle_checks = 0
         while not feeder.exhausted or ledger.has_open():
+            if rt.write_failure is not None:  # stopping: the rows left are the next run's
+                return
             ref = None if feeder.exhausted else feeder.take()
             if ref is None:
                 await self._wait_for_room()
