@@ -129,11 +129,12 @@ class CheckSpider(Spider):
         rt = self.runtime
         if self.csv_path is None:  # a worker: its scheduler claims work from Redis
             return
-        fetcher = self._sitemaps()
+        fetcher: SitemapFetcher | None = None
         try:
             # An http(s) URL is a sitemap the crawl fetches first (kept in the job).
             given = self.csv_path
             if self.input is not None and is_remote(self.input):
+                fetcher = self._sitemaps()
                 given = await fetcher.fetch(self.input)
             results = rt.results = plan_results(
                 self.crawler.settings, self.out, given, rt.config.recheck
@@ -143,7 +144,7 @@ class CheckSpider(Spider):
             # A job reads its own copy of the input (docs/jobs.md, "The job's input").
             source = open_source(results.input_path or given, sheet=self.sheet)
             if isinstance(source, SitemapSource) and source.root == INDEX:
-                source = await self._sitemaps_of(source, fetcher)
+                source = await self._sitemaps_of(source, fetcher or self._sitemaps())
         except (InputError, JobError) as exc:
             logger.error("%s", exc)
             raise CloseSpider("input_error") from None
