@@ -134,6 +134,18 @@ def test_a_named_sheet_of_a_workbook_keeps_the_sheets_row_numbers(site: SiteServ
         (2, ok, None, {"Owner": "web"}),
         (4, moved, "pass", {"Owner": "seo"}),
     ]
+    # an unfinished job (as a Ctrl-C leaves it) resumes on its sheet, and on no other
+    meta = json.loads((tmp_path / "job" / "meta.json").read_text())
+    assert meta["input_sheet"] == "Links"
+    (tmp_path / "job" / "meta.json").write_text(json.dumps({**meta, "state": "paused"}))
+    lines = (tmp_path / "job" / "results.jsonl").read_text().splitlines()
+    (tmp_path / "job" / "results.jsonl").write_text(lines[0] + "\n")
+    other = urlcheck("check", "--jobdir", "job", "--sheet", "Read me", "-q", cwd=tmp_path)
+    assert other.returncode == 2, other.stderr[-2000:]
+    assert "was started on the sheet 'Links', not 'Read me'" in other.stderr
+    again = urlcheck("check", "--jobdir", "job", *FAST, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert [r["row"] for r in results(tmp_path / "job" / "results.jsonl")] == [2, 4]
     missing = urlcheck("check", "redirects.xlsx", "--sheet", "Nope", "--no-job", "-q", cwd=tmp_path)
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines() == [

@@ -195,3 +195,46 @@ def test_entities_are_never_expanded(tmp_path):
     )
     _kind, records = read(path)
     assert urls(records) == [(1, "https://a/")]
+
+
+def test_an_index_names_http_sitemaps_only(caplog):
+    from urlcheck.crawl.sitemaps import child_urls, is_remote
+
+    children = ["https://a.example/s1.xml", "/s2.xml.gz", "file:///etc/passwd", "ftp://x/s.xml"]
+    with caplog.at_level(logging.WARNING):
+        assert child_urls(children, "https://a.example/index.xml") == [
+            "https://a.example/s1.xml",
+            "https://a.example/s2.xml.gz",
+        ]
+        assert child_urls(children, "index.xml") == ["https://a.example/s1.xml"]  # a local index
+    assert "skipped the sitemap 'file:///etc/passwd' (not an http(s) URL)" in caplog.text
+    assert [is_remote(a) for a in ("https://a/", "HTTP://a/x", "http:/a", "a.xml", "-")] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
+
+
+def test_a_local_index_reads_its_sitemaps_in_order(tmp_path):
+    index = write(
+        tmp_path,
+        f"<sitemapindex {NS}><sitemap><loc> https://a.example/1.xml </loc></sitemap>"
+        f"<sitemap><loc>https://a.example/2.xml</loc><lastmod>x</lastmod></sitemap>"
+        "</sitemapindex>".encode(),
+        "index.xml",
+    )
+    one = write(tmp_path, f"<urlset {NS}><url><loc>https://a/1</loc></url></urlset>".encode(), "1")
+    two = write(tmp_path, gzip.compress(URLSET), "2")
+    source = open_source(index)
+    assert isinstance(source, SitemapSource)
+    assert (source.root, source.sitemaps) == (
+        "sitemapindex",
+        ["https://a.example/1.xml", "https://a.example/2.xml"],
+    )
+    assert list(source.records()) == []  # its sitemaps are the crawl's to fetch
+    records = list(source.with_parts([one, two]).records())
+    assert urls(records)[:3] == [(1, "https://a/1"), (2, "https://a.example/"), (3, "")]
+    assert records[-1].row == 5
+    source.close()

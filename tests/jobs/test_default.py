@@ -132,3 +132,14 @@ def test_a_job_directory_that_cannot_be_made_is_one_line(tmp_path: Path, site: S
     [line] = [x for x in run.stderr().splitlines() if x.startswith("urlcheck: ")]
     assert "cannot create the job directory afile/job" in line and "--no-job" in line
     assert "Traceback" not in run.stderr()
+
+
+def test_the_default_job_of_standard_input_and_of_a_sitemap_url(tmp_path):
+    from urlcheck.jobs.place import default_jobdir
+
+    stdin = default_jobdir("-", cwd=tmp_path)
+    assert stdin.parent == tmp_path / ".urlcheck" / "jobs" and stdin.name.startswith("stdin-")
+    remote = default_jobdir("https://a.example/sitemap_index.xml?page=2", cwd=tmp_path)
+    assert remote.name.startswith("sitemap_index-")
+    assert remote != default_jobdir("https://b.example/sitemap_index.xml?page=2", cwd=tmp_path)
+    assert default_jobdir("https://a.example/", cwd=tmp_path).name.startswith("a-")

@@ -220,7 +220,7 @@ class SitemapSource:
         add, line = self._spool.add, self._spool.add_line
         self._spool.reset()
         row = 0
-        seen = loc_tag = lastmod_tag = ""
+        loc_tag = lastmod_tag = ""
         for part in self._parts:
             with ExitStack() as stack:
                 try:
@@ -228,15 +228,13 @@ class SitemapSource:
                     root = None
                     for _, elem in _iterparse(self._open(part, stack), "url"):
                         row += 1
-                        if root is None:  # as in _entries: the entries read, dropped in batches
+                        if root is None:  # a document's first entry: its namespace (or none)
                             root = elem.getroottree().getroot()
-                        elif not row & 4095:
+                            loc_tag, lastmod_tag = _fields(elem, "url")
+                        elif not row & 4095:  # as in _entries: entries read, dropped in batches
                             del root[:-1]
                         if skip is not None and skip(row):
                             continue
-                        if elem.tag != seen:  # the document's namespace (or none)
-                            seen = elem.tag
-                            loc_tag, lastmod_tag = _fields(elem, "url")
                         loc = lastmod = None
                         for child in elem:
                             child_tag = child.tag

@@ -570,7 +570,8 @@ class XlsxSource:
                         data = elem.getparent()
                         if data is not None:
                             del data[:-1]
-                    if not "".join(cells).strip(WHITESPACE):
+                    first = cells[0] if cells else ""
+                    if (not first or first.isspace()) and not "".join(cells).strip(WHITESPACE):
                         continue  # a blank row
                     if build is None:
                         yield number, cells

@@ -147,6 +147,7 @@ class JobMeta:
     # before the offset was recorded (its counts cannot be caught up).
     results_bytes: int | None = 0
     input_copy: str = ""  # the job's own copy of the CSV, relative to the job directory
+    input_sheet: str = ""  # the sheet of a workbook input the job reads ("": its first)
     stuck_after: float = STUCK_AFTER_DEFAULT
     rate: float | None = None
     backoff_hosts: list[BackoffHost] = field(default_factory=list)
@@ -173,6 +174,7 @@ class JobMeta:
             "results_path": self.results_path,
             "results_bytes": self.results_bytes,
             "input_copy": self.input_copy,
+            "input_sheet": self.input_sheet,
             "stuck_after": self.stuck_after,
             "rate": self.rate,
             "backoff_hosts": [host.to_dict() for host in self.backoff_hosts],
@@ -223,6 +225,7 @@ class JobMeta:
             results_path=_opt_str(data, "results_path") or "",
             results_bytes=_int(data, "results_bytes") if "results_bytes" in data else None,
             input_copy=_opt_str(data, "input_copy") or "",
+            input_sheet=_opt_str(data, "input_sheet") or "",
             stuck_after=float(stuck_after),
             rate=None if rate is None else float(rate),
             backoff_hosts=[

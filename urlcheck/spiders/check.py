@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from urlcheck.check.ledger import RowLedger
     from urlcheck.input.kind import Source
     from urlcheck.input.record import Record
+    from urlcheck.jobs.prepare import PreparedJob
     from urlcheck.politeness.circuit import Unavailable
 
 logger = logging.getLogger(__name__)
@@ -140,19 +141,22 @@ class CheckSpider(Spider):
         rt = self.runtime
         if self.csv_path is None:  # a worker: its scheduler claims work from Redis
             return
-        fetcher = self._sitemaps()
+        fetcher: SitemapFetcher | None = None
         try:
             # An http(s) URL is a sitemap the crawl fetches first (kept in the job).
             given = self.csv_path
             if self.input is not None and is_remote(self.input):
+                fetcher = self._sitemaps()
                 given = await fetcher.fetch(self.input)
             results = rt.results = plan_results(
                 self.crawler.settings, self.out, given, rt.config.recheck
             )
+            if results.job is not None:
+                self.sheet = self._job_sheet(results.job)
             # A job reads its own copy of the input (docs/jobs.md, "The job's input").
             source = open_source(results.input_path or given, sheet=self.sheet)
             if isinstance(source, SitemapSource) and source.root == INDEX:
-                source = await self._sitemaps_of(source, fetcher)
+                source = await self._sitemaps_of(source, fetcher or self._sitemaps())
         except (InputError, JobError) as exc:
             logger.error("%s", exc)
             raise CloseSpider("input_error") from None
@@ -292,6 +296,24 @@ class CheckSpider(Spider):
     def _wake(self) -> None:
         if self._room is not None and not self._room.done():
             self._room.set_result(None)
+
+    def _job_sheet(self, job: PreparedJob) -> str | None:
+        """The workbook sheet the job reads: the one named, else the one it was started with;
+        an unfinished job is not resumed on another sheet (its rows would be other rows)."""
+        kept = job.meta.input_sheet or None
+        if self.sheet is None or job.fresh:
+            sheet = self.sheet if job.fresh else kept
+        elif kept is not None and kept != self.sheet:
+            raise JobError(
+                f"{job.jobdir} was started on the sheet {kept!r}, not {self.sheet!r}: leave out "
+                "the sheet to go on with it, or cancel the job first (scrapy job cancel DIR)"
+            )
+        else:
+            sheet = self.sheet
+        if (sheet or "") != job.meta.input_sheet:
+            job.meta.input_sheet = sheet or ""
+            job.meta.save(job.jobdir)
+        return sheet
 
     def _sitemaps(self) -> SitemapFetcher:
         """Where fetched sitemaps are kept: the job's, reused when the job resumes."""
