@@ -103,6 +103,7 @@ async def test_metrics_endpoint_during_a_crawl_and_textfile_at_the_end(site, tmp
         during = samples(await asyncio.to_thread(_get, url))
         if (
             value(during, "urlcheck_rows_total") == 4
+            and value(during, "urlcheck_done_rows") == 4  # counted when the line is written
             and value(during, "urlcheck_requests_in_flight") == 1
         ):
             break

@@ -338,6 +338,24 @@ async def test_a_control_file_from_before_the_run_is_ignored(site: Site, tmp_pat
 
 
 @deferred_f_from_coro_f
+async def test_a_control_sent_once_the_run_holds_the_job_is_obeyed(
+    site: Site, tmp_path: Path
+) -> None:
+    """`scrapy job pause` sees the lock held from the moment a crawl takes it: a request sent
+    before that crawl's spider opens (its start-up, 1-2 s) is for it, not history. A cancel
+    written before the lock was taken stays history (the test above)."""
+    jobdir = tmp_path / "job"
+    jobdir.mkdir()
+    write_control(jobdir, ControlAction.PAUSE, clock=lambda: time.time() - 60)  # last run's
+    with JobLock(jobdir):  # what preflight takes before the crawl starts
+        write_control(jobdir, ControlAction.CANCEL)
+        crawler = make_crawler(jobdir)
+        await crawler.crawl_async(base=site.base, rows=40, jobdir=jobdir)
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("finish_reason") == "cancelled"
+
+
+@deferred_f_from_coro_f
 async def test_a_lazy_start_waits_while_paused(site: Site, tmp_path: Path) -> None:
     site.delay = 0.005
     jobdir = tmp_path / "job"

@@ -3,6 +3,7 @@ local site, on real files and filesystems (a small tmpfs for a full disk)."""
 
 from __future__ import annotations
 
+import io
 import os
 import shlex
 import subprocess
@@ -23,11 +24,12 @@ from tests.jobs.crawls import (
     row_url,
     write_rows,
 )
-from tests.processes import crawl_argv, project_env, run, scrapy_job
+from tests.processes import crawl_argv, project_env, run
 from tests.sitefixture import unused_port
 from urlcheck.input.lines import MAX_LINE
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import JobMeta, JobState
+from urlcheck.jobs.steer import steer
 
 if TYPE_CHECKING:
     from tests.sitefixture import SiteServer
@@ -101,8 +103,9 @@ def test_a_results_file_another_crawl_is_writing_is_refused(
     rows = 40
     running = Crawl(make_csv(tmp_path / "a.csv", site, "busy-a", rows), tmp_path / "job-a")
     running.wait_lines(3)
-    # Paused, the crawl runs on with its results file open, however long the next step takes.
-    assert scrapy_job("pause", tmp_path / "job-a").returncode == 0
+    # Paused (from this process: a command's start-up can outlast this crawl), the crawl runs on
+    # with its results file open, however long the next step takes.
+    assert steer("pause", tmp_path / "job-a", out=io.StringIO()) == ExitCode.FINISHED
     shared = tmp_path / "job-a" / "results.jsonl"
     second = write_rows(tmp_path / "b.csv", [row_url(site, "busy-b", 1, "/")])
     done = crawl(second, tmp_path / "job-b", "-a", f"out={shared}")
@@ -111,7 +114,7 @@ def test_a_results_file_another_crawl_is_writing_is_refused(
         f"urlcheck: {shared} is being written by another crawl: two jobs can't share a results "
         "file (give this one another -a out=, or wait until the other ends)"
     ]
-    assert scrapy_job("resume", tmp_path / "job-a").returncode == 0
+    assert steer("resume", tmp_path / "job-a", out=io.StringIO()) == ExitCode.FINISHED
     assert running.wait() == ExitCode.FINISHED, running.stderr()[-3000:]
     assert_exact(shared, rows)
     assert requested_rows(site, "busy-b") == []

@@ -5,6 +5,7 @@ progress the supervisor gives up (exit 9); a second supervisor on the same job e
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -27,6 +28,7 @@ from tests.processes import Process, job_argv
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import JobMeta, JobState
 from urlcheck.jobs.lock import lock_holder
+from urlcheck.jobs.steer import steer
 
 if TYPE_CHECKING:
     from tests.sitefixture import SiteServer
@@ -65,9 +67,13 @@ def test_kill_9_of_the_crawl_is_restarted_and_the_job_completes(
     os.kill(child, signal.SIGKILL)
     # A second supervisor on the same job while the first one runs it: refused.
     wait_for(lambda: lock_holder(jobdir) not in (None, child), "the restarted crawl")
+    # Paused from this process, the restarted crawl holds the job however long the second
+    # supervisor takes to start (its 30 rows left take 1.5 s).
+    assert steer("pause", jobdir, out=io.StringIO()) == ExitCode.FINISHED
     second = supervise(jobdir, crawl=("-a", f"csv={csv}"))
     assert second.wait(120.0) == ExitCode.LOCKED, second.stderr()[-3000:]
     assert "is in use by process" in second.stderr()
+    assert steer("resume", jobdir, out=io.StringIO()) == ExitCode.FINISHED
 
     assert supervisor.wait(120.0) == ExitCode.FINISHED, supervisor.stderr()[-4000:]
     stderr = supervisor.stderr()

@@ -26,7 +26,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
-from urlcheck.clock import boot_id, utc_iso
+from urlcheck.clock import boot_id, parse_utc_iso, utc_iso
 from urlcheck.crawl import internals
 from urlcheck.crawl.runtime import runtime
 from urlcheck.crawl.writefailure import write_failed
@@ -40,6 +40,7 @@ from urlcheck.jobs.files import (
     JobMeta,
     JobState,
 )
+from urlcheck.jobs.lock import held_since
 from urlcheck.jobs.progress import Heartbeat, RunRate
 from urlcheck.jobs.reserve import release_reserve
 from urlcheck.signals import job_paused, job_resumed
@@ -139,9 +140,14 @@ class JobControl:
     # --- signals ---------------------------------------------------------------------------
 
     def spider_opened(self) -> None:
-        # A request written before this run started (e.g. the cancel that ended the last run)
-        # is history, not an order for this run.
-        self._last_control = self._read_control()
+        # A request written before this process took the job (e.g. the cancel that ended the
+        # last run) is history, not an order for this run; one written since (a pause sent while
+        # this crawl was starting: `scrapy job pause` sees the lock held) is for it.
+        control = self._read_control()
+        since = held_since(self.jobdir)
+        if control is not None and since is not None and _written_at(control) >= since:
+            control = None
+        self._last_control = control
         self._find_context()
         self._task = create_looping_call(self._tick)
         self._task.start(self.config.poll_interval, now=False)
@@ -415,3 +421,10 @@ class JobControl:
             self.jobdir,
             failure.getErrorMessage(),
         )
+
+
+def _written_at(control: Control) -> float:
+    try:
+        return parse_utc_iso(control.at)
+    except ValueError:
+        return -math.inf  # a time no run could have written: history

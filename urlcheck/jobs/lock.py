@@ -31,6 +31,18 @@ def _read_pid(path: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def held_since(jobdir: Path | str) -> float | None:
+    """When this process took the job's lock (job.lock's mtime: the pid is written at each
+    acquire), or None when the lock file names another process or none."""
+    path = Path(jobdir) / LOCK_FILE
+    if _read_pid(path) != os.getpid():
+        return None
+    try:
+        return path.lstat().st_mtime
+    except OSError:
+        return None
+
+
 def _write_pid(fd: int) -> None:
     # Called by filelock with the locked descriptor, right after each acquire.
     os.ftruncate(fd, 0)
