@@ -71,13 +71,21 @@ def crawl(tmp: Path, name: str, rows: list[Row], *settings: str) -> list[dict[st
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
 
 
-def crawl_input(tmp: Path, name: str, given: str) -> dict[str, Any]:
-    """A crawl of ``given`` (a sitemap's URL): its results (none when it ended early) and its
-    stderr."""
-    out = tmp / f"{name}.jsonl"
+def crawl_input(
+    tmp: Path, name: str, given: str | None, jobdir: Path | None = None
+) -> dict[str, Any]:
+    """A crawl of ``given`` (a sitemap's URL; None: the job's own copy of its input): its
+    results (none when it ended early) and its stderr."""
     quick = ["LOG_LEVEL=WARNING", "DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False"]
     quick += ["RETRY_TIMES=0", "DOWNLOAD_TIMEOUT=5"]
-    done = run(crawl_argv("-a", f"csv={given}", "-a", f"out={out}", settings=quick))
+    args: list[str] = ["-a", f"csv={given}"] if given else []
+    if jobdir is None:
+        out = tmp / f"{name}.jsonl"
+        args += ["-a", f"out={out}"]
+    else:
+        out = jobdir / "results.jsonl"
+        quick.append(f"JOBDIR={jobdir}")
+    done = run(crawl_argv(*args, settings=quick))
     sys.stderr.write(done.stderr)
     lines = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
     return {"results": [json.loads(line) for line in lines], "stderr": done.stderr}
@@ -106,6 +114,11 @@ def sitemap_runs(tmp: Path, site: SiteServer) -> dict[str, Any]:
     for name, given in inputs.items():
         before = len(site.log())
         runs[name] = {**crawl_input(tmp, name, given), "log": site.log()[before:]}
+    # A job of a public sitemap, run again from its own copy of the input (no URL given).
+    job = tmp / "sitemap-job"
+    for name, given in (("job_first", inputs["public_rows"]), ("job_again", None)):
+        before = len(site.log())
+        runs[name] = {**crawl_input(tmp, name, given, job), "log": site.log()[before:]}
     return runs
 
 

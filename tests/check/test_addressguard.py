@@ -324,6 +324,11 @@ def test_what_a_public_sitemap_names_is_judged_as_a_hop_after_it(namespace_runs)
     redirect = runs["public_redirect"]
     assert redirect["results"] == [] and not _reached(redirect, "10.")
     assert "the sitemap could not be fetched" in redirect["stderr"], redirect["stderr"]
+    # A job of it, run again from the job's copy of the sitemap: still the site's word.
+    for name in ("job_first", "job_again"):
+        run = runs[name]
+        assert [r["error"] for r in run["results"]] == ["blocked_address"] * 2, run["stderr"]
+        assert not _reached(run, "10."), (name, run["log"])
 
 
 @pytest.mark.crawl

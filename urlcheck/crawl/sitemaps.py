@@ -82,6 +82,25 @@ class SitemapFetcher:
         after a public answer, never as an input row."""
         return self._from_public.get(url, True)  # not fetched here: judged the strict way
 
+    def _input_origin_path(self, checksum: str) -> Path:
+        return self.folder / f"input-{checksum[:24]}{_ORIGIN_SUFFIX}"
+
+    def keep_input_origin(self, checksum: str, public: bool) -> None:
+        """Remember, for the job's copy of its input (sha256 ``checksum``: a sitemap fetched by
+        URL), whether it came after a public answer: a resume from the copy judges it the same."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if self.folder.is_symlink():
+            raise InputError(f"{self.folder}: a symbolic link; refused")
+        _write(self._input_origin_path(checksum), b"public" if public else _FROM_INPUT)
+
+    def input_from_public(self, checksum: str) -> bool:
+        """Whether the job's input (sha256 ``checksum``) is a sitemap fetched after a public
+        answer; an input never fetched (the user's file) is not."""
+        if not checksum:
+            return False
+        kept = _read_origin(self._input_origin_path(checksum))
+        return kept is not None and kept != _FROM_INPUT
+
     async def fetch(self, url: str, *, after_public: bool = False) -> Path:
         """The file holding the sitemap at ``url``; InputError (one line) when it cannot be
         had. ``after_public``: what named it was answered from a public address."""

@@ -157,6 +157,14 @@ class CheckSpider(Spider):
                 self.sheet = self._job_sheet(results.job)
             # A job reads its own copy of the input (docs/jobs.md, "The job's input").
             source = open_source(results.input_path or given, sheet=self.sheet)
+            if results.job is not None and isinstance(source, SitemapSource):
+                # Resumed from its copy, a sitemap a site gave is still the site's word.
+                fetcher = fetcher or self._sitemaps()
+                checksum = results.job.meta.input_sha256
+                if self.input is not None and is_remote(self.input):
+                    fetcher.keep_input_origin(checksum, from_public)
+                else:
+                    from_public = fetcher.input_from_public(checksum)
             if isinstance(source, SitemapSource) and source.root == INDEX:
                 fetcher = fetcher or self._sitemaps()
                 source, parts_public = await self._sitemaps_of(source, fetcher, from_public)
