@@ -71,6 +71,57 @@ def crawl(tmp: Path, name: str, rows: list[Row], *settings: str) -> list[dict[st
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
 
 
+def crawl_input(
+    tmp: Path, name: str, given: str | None, jobdir: Path | None = None
+) -> dict[str, Any]:
+    """A crawl of ``given`` (a sitemap's URL; None: the job's own copy of its input): its
+    results (none when it ended early) and its stderr."""
+    quick = ["LOG_LEVEL=WARNING", "DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False"]
+    quick += ["RETRY_TIMES=0", "DOWNLOAD_TIMEOUT=5"]
+    args: list[str] = ["-a", f"csv={given}"] if given else []
+    if jobdir is None:
+        out = tmp / f"{name}.jsonl"
+        args += ["-a", f"out={out}"]
+    else:
+        out = jobdir / "results.jsonl"
+        quick.append(f"JOBDIR={jobdir}")
+    done = run(crawl_argv(*args, settings=quick))
+    sys.stderr.write(done.stderr)
+    lines = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
+    return {"results": [json.loads(line) for line in lines], "stderr": done.stderr}
+
+
+def sitemap_runs(tmp: Path, site: SiteServer) -> dict[str, Any]:
+    """Sitemaps the crawl fetches: what a public one names is judged as a hop after it."""
+    port = site.port
+    inputs = {
+        # a public index naming sitemaps on a private address (and on the metadata address)
+        "public_index": site.url(PUBLIC, f"/sitemap-index.xml?parts=1&n=2&host={PRIVATE}"),
+        "metadata_index": site.url(PUBLIC, f"/sitemap-index.xml?parts=1&n=2&host={METADATA}"),
+        # a public sitemap listing URLs on a private address
+        "public_rows": site.url(PUBLIC, f"/sitemap.xml?n=2&host={PRIVATE}"),
+        # a public sitemap URL redirecting to a private one
+        "public_redirect": site.url(
+            PUBLIC,
+            "/redirect/301?to=" + quote(f"http://{PRIVATE}:{port}/sitemap.xml?n=2", safe=""),
+        ),
+        # what stays allowed: the user's own (private) index, its sitemaps and rows private
+        "private_index": site.url(LOCAL, f"/sitemap-index.xml?parts=2&n=2&host={PRIVATE}"),
+        # and a public index of public sitemaps
+        "public_public": site.url(PUBLIC, "/sitemap-index.xml?parts=1&n=2"),
+    }
+    runs = {}
+    for name, given in inputs.items():
+        before = len(site.log())
+        runs[name] = {**crawl_input(tmp, name, given), "log": site.log()[before:]}
+    # A job of a public sitemap, run again from its own copy of the input (no URL given).
+    job = tmp / "sitemap-job"
+    for name, given in (("job_first", inputs["public_rows"]), ("job_again", None)):
+        before = len(site.log())
+        runs[name] = {**crawl_input(tmp, name, given, job), "log": site.log()[before:]}
+    return runs
+
+
 def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="urlcheck-netns-"))
     isolate(tmp)
@@ -137,6 +188,7 @@ def main() -> None:
         before = len(site.log())
         results = crawl(tmp, "robots", robots, "ROBOTSTXT_OBEY=True")
         runs["robots"] = {"rows": len(robots), "results": results, "log": site.log()[before:]}
+        runs["sitemaps"] = sitemap_runs(tmp, site)
     Path(sys.argv[1]).write_text(json.dumps(runs), encoding="utf-8")
 
 

@@ -299,6 +299,49 @@ def test_robots_txt_requests_are_judged_as_the_hop_that_caused_them(namespace_ru
     assert not [e for e in run["log"] if "from=public" in e["path"]]
 
 
+def _reached(run, prefix):
+    return [e for e in run["log"] if e["local"].startswith(prefix)]
+
+
+@pytest.mark.crawl
+def test_what_a_public_sitemap_names_is_judged_as_a_hop_after_it(namespace_runs):
+    runs = namespace_runs["sitemaps"]
+    # A public index's sitemaps on a private or link-local address are not fetched.
+    for name, where in (("public_index", "10.1.2.3"), ("metadata_index", "169.254.169.254")):
+        run = runs[name]
+        assert run["results"] == [], name
+        assert not _reached(run, where), (name, run["log"])
+        assert "a redirect from a public address may not lead there" in run["stderr"] or (
+            "link-local" in run["stderr"]
+        ), run["stderr"]
+        assert "(its URLs are not checked)" in run["stderr"]
+    # A public sitemap's rows on a private address: refused as a redirect there would be.
+    rows = runs["public_rows"]["results"]
+    assert len(rows) == 2 and {r["error"] for r in rows} == {"blocked_address"}, rows
+    assert "a redirect from a public address" in rows[0]["error_message"]
+    assert not _reached(runs["public_rows"], "10.")
+    # A public sitemap URL redirecting to a private one: not fetched, the run ends in one line.
+    redirect = runs["public_redirect"]
+    assert redirect["results"] == [] and not _reached(redirect, "10.")
+    assert "the sitemap could not be fetched" in redirect["stderr"], redirect["stderr"]
+    # A job of it, run again from the job's copy of the sitemap: still the site's word.
+    for name in ("job_first", "job_again"):
+        run = runs[name]
+        assert [r["error"] for r in run["results"]] == ["blocked_address"] * 2, run["stderr"]
+        assert not _reached(run, "10."), (name, run["log"])
+
+
+@pytest.mark.crawl
+def test_the_users_own_sitemaps_stay_input(namespace_runs):
+    # The same private sitemaps and rows, named by the user's own (loopback) index: fetched and
+    # checked (this namespace can reach 10.1.2.3: the refusals above are the guard's).
+    run = namespace_runs["sitemaps"]["private_index"]
+    assert [r["final_status"] for r in run["results"]] == [200] * 4, run["stderr"]
+    assert len(_reached(run, "10.1.2.3")) == 2 + 4
+    public = namespace_runs["sitemaps"]["public_public"]
+    assert [r["final_status"] for r in public["results"]] == [200] * 2, public["stderr"]
+
+
 @pytest.mark.crawl
 def test_allowed_networks_and_strict_input(namespace_runs):
     allow = _rows(namespace_runs["allow"])

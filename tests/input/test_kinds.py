@@ -237,4 +237,6 @@ def test_a_local_index_reads_its_sitemaps_in_order(tmp_path):
     records = list(source.with_parts([one, two]).records())
     assert urls(records)[:3] == [(1, "https://a/1"), (2, "https://a.example/"), (3, "")]
     assert records[-1].row == 5
+    # Which sitemap each row came from (the address guard judges a row by its sitemap's origin).
+    assert [source.part_of(r.row) for r in records] == [0, 1, 1, 1, 1]
     source.close()

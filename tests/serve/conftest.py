@@ -118,8 +118,9 @@ class ServeProcess:
         headers = {"X-CSRF-Token": self.token, "Origin": self.url}
         return self.client.post(url, headers=headers, **kwargs)
 
-    def upload(self, csv: str, filename: str = "urls.csv") -> str:
-        answer = self.post("/api/upload", files={"file": (filename, csv.encode(), "text/csv")})
+    def upload(self, csv: str | bytes, filename: str = "urls.csv") -> str:
+        data = csv.encode() if isinstance(csv, str) else csv
+        answer = self.post("/api/upload", files={"file": (filename, data, "text/csv")})
         assert answer.status_code == 201, answer.text
         return str(answer.json()["id"])
 

@@ -3,6 +3,7 @@ path in any answer, concurrent control requests all applied, pages of results by
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import threading
@@ -19,6 +20,7 @@ from urlcheck.jobs.files import CONTROL_FILE, Control, JobMeta, JobState
 from urlcheck.jobs.lock import JobLock
 from urlcheck.serve.config import ServeConfig
 from urlcheck.serve.middleware import CSP
+from urlcheck.serve.sites import csv_sites
 
 CSV = "url,expected\nhttp://127.0.0.2:9/a,http://127.0.0.2:9/b\nhttp://127.0.0.3:9/c,\n"
 
@@ -127,6 +129,86 @@ def test_a_bad_upload_is_a_400_in_words_and_leaves_no_job(
     assert message in answer.json()["error"]
     assert str(tmp_path) not in answer.text
     assert client.get("/api/jobs").json()["jobs"] == []
+    assert [p for p in (tmp_path / "jobs").iterdir() if p.is_dir()] == []
+
+
+SITEMAP_NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+URLSET = (
+    f"<?xml version='1.0'?>\n<urlset {SITEMAP_NS}>"
+    "<url><loc>http://127.0.0.2:9/a</loc><lastmod>2026-01-02</lastmod></url>"
+    "<url><loc>http://shop.example.co.uk/c</loc></url></urlset>\n"
+).encode()
+
+
+def _workbook(tmp_path: Path) -> bytes:
+    book = openpyxl.Workbook()
+    sheet: Any = book.active
+    for cells in (["url", "expected"], ["http://127.0.0.2:9/a", "http://www.example.co.uk/b"]):
+        sheet.append(cells)
+    sheet.append(["http://127.0.0.3:9/c", None])
+    book.save(tmp_path / "urls.xlsx")
+    return (tmp_path / "urls.xlsx").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("kind", "filename", "rows", "sites"),
+    [
+        ("list", "urls.txt", 2, ["127.0.0.2", "127.0.0.3"]),
+        ("sitemap", "sitemap.xml", 2, ["127.0.0.2", "example.co.uk"]),
+        ("sitemap.gz", "export.dat", 2, ["127.0.0.2", "example.co.uk"]),
+        ("xlsx", "urls.xlsx", 2, ["127.0.0.2", "127.0.0.3", "example.co.uk"]),
+    ],
+)
+def test_every_kind_of_input_file_is_an_upload(make_client, tmp_path, kind, filename, rows, sites):
+    data = {
+        "list": b"# from the old site\nhttp://127.0.0.2:9/a\nhttp://127.0.0.3:9/c\n",
+        "sitemap": URLSET,
+        "sitemap.gz": gzip.compress(URLSET, mtime=0),
+        "xlsx": _workbook(tmp_path) if kind == "xlsx" else b"",
+    }[kind]
+    client = make_client()
+    answer = Browserish(client).upload(data, filename=filename)  # the name says nothing
+    assert answer.status_code == 201, answer.text
+    job_id = answer.json()["id"]
+    status = client.get(f"/api/jobs/{job_id}").json()
+    assert status["total_rows"] == rows and status["csv_name"] == filename
+    # The cross-job politeness reads the sites of any kind (here, as the upload found them) ...
+    record = json.loads((tmp_path / "jobs" / job_id / "serve.json").read_text())
+    assert record["sites"] == sites
+    # ... and again from the job's input after a restart (serve.sites.csv_sites).
+    assert csv_sites(tmp_path / "jobs" / job_id / "input.csv") == (rows, set(sites))
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            b"<rss version='2.0'><channel/></rss>",
+            "bad.xml: XML (its root is <rss>), not a sitemap (<urlset> or <sitemapindex>) nor a "
+            "list of URLs",
+        ),
+        (
+            b"<!DOCTYPE x [<!ENTITY a 'b'>]><urlset/>",
+            "bad.xml: an XML document with a DTD; a sitemap has none, refused",
+        ),
+        (gzip.compress(b"just text", mtime=0), "bad.xml: a gzip archive that holds no sitemap"),
+        (b"PK\x03\x04 not really a zip", "bad.xml:"),
+        (
+            f"<sitemapindex {SITEMAP_NS}><sitemap><loc>http://127.0.0.2:9/s.xml</loc></sitemap>"
+            "</sitemapindex>".encode(),
+            "bad.xml: a sitemap index; upload the sitemaps it names (each a <urlset>) instead",
+        ),
+    ],
+    ids=["rss", "dtd", "gzip-of-text", "broken-zip", "sitemap-index"],
+)
+def test_an_upload_that_is_no_input_is_a_400_in_the_readers_words(
+    make_client, tmp_path, data, message
+):
+    client = make_client()
+    answer = Browserish(client).upload(data, filename="bad.xml")
+    assert answer.status_code == 400, answer.text
+    assert message in answer.json()["error"]
+    assert str(tmp_path) not in answer.text
     assert [p for p in (tmp_path / "jobs").iterdir() if p.is_dir()] == []
 
 

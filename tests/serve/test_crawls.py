@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests.input.workbooks import write_xlsx
 from tests.jobs.crawls import assert_exact
 from tests.serve.conftest import Poller
 from tests.sitefixture import SiteServer, host_stats
@@ -70,6 +71,19 @@ def test_every_row_once_across_polls_pause_resume_and_download(serve, site, tmp_
     assert_exact(results, rows)
     csv = server.client.get(f"/api/jobs/{job_id}/download/csv")
     assert csv.status_code == 200 and len(csv.text.splitlines()) == rows + 1
+
+
+def test_a_workbook_upload_is_crawled(serve, site, tmp_path):
+    # An .xlsx (as Excel saves it) without a header: sheet row n is row n (its URL carries r=n).
+    server: ServeProcess = serve()
+    rows = 6
+    urls = rows_csv(site, "serve-xlsx", rows).split()[1:]
+    book = write_xlsx(tmp_path / "urls.xlsx", [[url] for url in urls])
+    job_id = server.upload(book.read_bytes(), filename="urls.xlsx")
+    done = server.wait(job_id, lambda s: s["state"] == "done", "the workbook job", 90)
+    assert done["total_rows"] == rows and done["counts"]["status"]["2xx"] == rows
+    assert_exact(tmp_path / "jobs" / job_id / "results.jsonl", rows)
+    assert len([e for e in site.log() if "t=serve-xlsx" in e["path"]]) == rows
 
 
 def test_cancel_ends_the_job_and_a_rerun_keeps_the_old_results_aside(serve, site, tmp_path):

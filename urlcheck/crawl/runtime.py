@@ -64,6 +64,9 @@ class Runtime:
         ) = None
         # Set by the check spider: how a cancel ends the rows in hand (JobControl calls it).
         self.wind_down: Callable[[float], Awaitable[None]] | None = None
+        # Set by the check spider for rows a site gave (a fetched sitemap's): whether the row's
+        # first request comes after a public answer (urlcheck.check.addressguard).
+        self.row_after_public: Callable[[int], bool] | None = None
         # Set by the check spider in distributed mode (REDIS_URL; docs/distributed.md):
         self.cluster_role: ClusterRole | None = None
         # Set by distributed mode's coordinator extension: it queues the rows in Redis instead

@@ -391,12 +391,14 @@ def _bomb(mib: int) -> bytes:
 
 @route("/sitemap.xml")
 async def sitemap(exchange: Exchange) -> Reply:
-    """A sitemap (urlset) of `n` URLs on this site, `path?r=<i>`, each with a lastmod; gzip=1."""
+    """A sitemap (urlset) of `n` URLs on this site (or on `host`), `path?r=<i>`, each with a
+    lastmod; gzip=1."""
     n = _int(exchange.request.arg("n"), "n", 0, 1_000_000, 3)
     part = _int(exchange.request.arg("part"), "part", 0, 1_000_000, 0)
     path = _header_safe(exchange.request.arg("path") or "/ok", "path")
+    host = _host_arg(exchange)
     entries = "".join(
-        f"<url><loc>{html.escape(exchange.url(f'{path}?r={part * n + i}'))}</loc>"
+        f"<url><loc>{html.escape(exchange.url(f'{path}?r={part * n + i}', host))}</loc>"
         f"<lastmod>2024-01-{(part * n + i) % 28 + 1:02d}</lastmod></url>\n"
         for i in range(1, n + 1)
     )
@@ -405,16 +407,33 @@ async def sitemap(exchange: Exchange) -> Reply:
 
 @route("/sitemap-index.xml")
 async def sitemap_index(exchange: Exchange) -> Reply:
-    """A sitemap index of `parts` sitemaps of `n` URLs each (/sitemap.xml?part=<j>); gzip=1."""
+    """A sitemap index of `parts` sitemaps of `n` URLs each (/sitemap.xml?part=<j>), on this
+    site or on `host` (and listing URLs there); gzip=1."""
     parts = _int(exchange.request.arg("parts"), "parts", 0, 50_000, 2)
     n = _int(exchange.request.arg("n"), "n", 0, 1_000_000, 3)
     gz = "&amp;gzip=1" if exchange.request.arg("gzip") == "1" else ""
+    host = _host_arg(exchange)
+    also = f"&host={quote(host, safe='')}" if host else ""
     entries = "".join(
-        f"<sitemap><loc>{html.escape(exchange.url(f'/sitemap.xml?n={n}&part={j}'))}{gz}</loc>"
+        "<sitemap><loc>"
+        f"{html.escape(exchange.url(f'/sitemap.xml?n={n}&part={j}{also}', host))}{gz}</loc>"
         "</sitemap>\n"
         for j in range(parts)
     )
     return _xml(exchange, f"<sitemapindex {_SITEMAP_NS}>\n{entries}</sitemapindex>\n")
+
+
+_HOST = re.compile(r"[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\]")
+
+
+def _host_arg(exchange: Exchange) -> str | None:
+    """The `host` a sitemap's URLs point at (an address or a name), else None (this site)."""
+    host = exchange.request.arg("host")
+    if host is None:
+        return None
+    if not _HOST.fullmatch(host):
+        raise BadParamError("host must be a host name or an address")
+    return host
 
 
 _SITEMAP_NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'

@@ -15,6 +15,7 @@ offset (the stream may be compressed), so the streaming pass keeps its rows in a
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import logging
 import os
@@ -168,6 +169,7 @@ class SitemapSource:
         self.root = sitemap_root(read_head(self.path, self._name), self._name)
         self.sitemaps: list[str] = self._children() if self.root == INDEX else []
         self._parts = list(parts) if self.root == INDEX else [self.path]
+        self._starts: list[int] = []  # the first row of each part, found by records()
         self._spool = Spool()
 
     def __repr__(self) -> str:
@@ -178,6 +180,10 @@ class SitemapSource:
         crawl), in the index's order; rows are numbered across them."""
         self._parts = list(parts)
         return self
+
+    def part_of(self, row: int) -> int:
+        """The index in ``parts`` of the document ``row`` was read from (after records())."""
+        return max(bisect.bisect_right(self._starts, row) - 1, 0)
 
     def _open(self, path: Path, stack: ExitStack) -> Readable:
         name = os.fspath(path)
@@ -221,7 +227,9 @@ class SitemapSource:
         self._spool.reset()
         row = 0
         loc_tag = lastmod_tag = ""
+        self._starts = []
         for part in self._parts:
+            self._starts.append(row + 1)
             with ExitStack() as stack:
                 try:
                     # One loop, inlined: it runs a million times for a large sitemap.

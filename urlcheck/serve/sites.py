@@ -18,7 +18,9 @@ from pathlib import Path
 from tldextract import TLDExtract
 
 from urlcheck.check.urls import InvalidURL, host_key, normalise_input
-from urlcheck.input.csvfile import CsvSource
+from urlcheck.input.errors import InputError
+from urlcheck.input.kind import Source, open_source
+from urlcheck.input.sitemap import INDEX, SitemapSource
 
 _EXTRACT = TLDExtract(cache_dir=None, suffix_list_urls=(), fallback_to_snapshot=True)
 
@@ -36,7 +38,7 @@ def site_of_url(url: str) -> str:
 
 
 def input_sites(url: str, expected: str | None) -> Iterable[str]:
-    """The sites a CSV row names: its URL's and its expected target's."""
+    """The sites an input row names: its URL's and its expected target's."""
     for raw in (url, expected):
         if raw:
             try:
@@ -47,12 +49,38 @@ def input_sites(url: str, expected: str | None) -> Iterable[str]:
                 yield site
 
 
+def is_index(source: Source) -> bool:
+    return isinstance(source, SitemapSource) and source.root == INDEX
+
+
+def open_upload(path: Path, shown_as: str) -> Source:
+    """The reader for an uploaded input (CSV, list, sitemap, workbook: found from its content);
+    a sitemap index is refused, as its rows (and so the sites it visits) are only known once
+    the sitemaps it names are fetched. InputError (one line) for a file that is none of them."""
+    source = open_source(path)
+    if is_index(source):
+        source.close()
+        raise InputError(
+            f"{shown_as}: a sitemap index; upload the sitemaps it names (each a <urlset>) instead"
+        )
+    return source
+
+
 def csv_sites(path: Path) -> tuple[int, set[str]]:
-    """The data rows of a CSV and the sites they name (a full read of the file)."""
+    """The rows of a job's input (any kind) and the sites they name (a full read of the file);
+    for a sitemap index (a job made by ``urlcheck check``), the sites of the sitemaps it names."""
     sites: set[str] = set()
     rows = 0
-    with CsvSource(path) as source:
+    source = open_source(path)
+    try:
+        if is_index(source):
+            assert isinstance(source, SitemapSource)
+            for url in source.sitemaps:
+                sites.update(input_sites(url, None))
+            return 0, sites
         for record in source.records():
             rows += 1
             sites.update(input_sites(record.url, record.expected))
+    finally:
+        source.close()
     return rows, sites

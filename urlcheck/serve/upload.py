@@ -1,7 +1,8 @@
 """An upload, read as hostile input: the body is capped while it streams (413 past the cap, before
-the rest is read), the form may hold the CSV and the allowlisted options only (a form can never
-pass a raw ``-s`` or ``-a``), and the CSV is read by the crawl's own reader before a job exists,
-so a bad file is a 400 with the reader's words and no job."""
+the rest is read), the form may hold the input file and the allowlisted options only (a form can
+never pass a raw ``-s`` or ``-a``), and the file (a CSV, a plain list, a sitemap, a workbook: the
+kind found from its content, as ``urlcheck check`` finds it) is read by the crawl's own reader
+before a job exists, so a bad file is a 400 with the reader's words and no job."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
 from urlcheck.config.crawlconfig import USER_AGENTS
-from urlcheck.input.csvfile import CsvSource, InputError
-from urlcheck.serve.sites import input_sites
+from urlcheck.input.errors import InputError
+from urlcheck.serve.sites import input_sites, open_upload
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -106,7 +107,7 @@ def clean_text(value: str, limit: int) -> str:
 
 @dataclass
 class Upload:
-    csv: Path  # the uploaded file, in the job's directory-to-be
+    csv: Path  # the uploaded file (any input kind), in the job's directory-to-be
     filename: str  # as the browser named it, cleaned
     name: str
     options: JobOptions
@@ -129,7 +130,9 @@ async def receive(request: Request, target: Path, max_bytes: int) -> Upload:
     if length.isdigit() and int(length) > cap:
         raise UploadError(413, f"the upload is over the limit of {max_bytes:,} bytes")
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
-        raise UploadError(400, "send the CSV as multipart/form-data, in a field named 'file'")
+        raise UploadError(
+            400, "send the input file as multipart/form-data, in a field named 'file'"
+        )
     parser = MultiPartParser(
         request.headers, _capped(request, cap), max_files=1, max_fields=8, max_part_size=4096
     )
@@ -143,7 +146,7 @@ async def receive(request: Request, target: Path, max_bytes: int) -> Upload:
             raise UploadError(400, f"unknown form fields: {', '.join(map(_shown, unknown))}")
         upload = form.get(FILE_FIELD)
         if not isinstance(upload, UploadFile):
-            raise UploadError(400, "no CSV file in the form (a file field named 'file')")
+            raise UploadError(400, "no input file in the form (a file field named 'file')")
         fields = {k: v for k, v in form.items() if isinstance(v, str)}
         options = JobOptions.from_form(fields)
         size = 0
@@ -151,7 +154,7 @@ async def receive(request: Request, target: Path, max_bytes: int) -> Upload:
             while chunk := await upload.read(1 << 20):
                 size += len(chunk)
                 if size > max_bytes:
-                    raise UploadError(413, f"the CSV is over the limit of {max_bytes:,} bytes")
+                    raise UploadError(413, f"the file is over the limit of {max_bytes:,} bytes")
                 out.write(chunk)
         filename = clean_text(Path(upload.filename or "upload.csv").name, NAME_MAX) or "upload.csv"
         name = clean_text(fields.get("name", ""), NAME_MAX) or filename
@@ -161,22 +164,25 @@ async def receive(request: Request, target: Path, max_bytes: int) -> Upload:
 
 
 def inspect_csv(path: Path, shown_as: str, max_rows: int) -> tuple[int, list[str]]:
-    """The CSV's data rows and the sites they name; UploadError 400 for a file the crawl would
+    """The input's rows and the sites they name; UploadError 400 for a file the crawl would
     refuse (in the reader's words, naming the file as the user knows it), 413 past ``max_rows``."""
     rows = 0
     sites: set[str] = set()
     try:
-        with CsvSource(path) as source:
+        source = open_upload(path, shown_as)
+        try:
             for record in source.records():
                 rows += 1
                 if rows > max_rows:
-                    raise UploadError(413, f"the CSV has more than {max_rows:,} rows")
+                    raise UploadError(413, f"the input has more than {max_rows:,} rows")
                 sites.update(input_sites(record.url, record.expected))
+        finally:
+            source.close()
     except InputError as exc:
         raise UploadError(400, str(exc).replace(str(path), shown_as)) from None
     except (OSError, UnicodeError, ValueError) as exc:
         why = str(exc).replace(str(path), shown_as)
-        raise UploadError(400, f"{shown_as}: the file could not be read as CSV ({why})") from None
+        raise UploadError(400, f"{shown_as}: the file could not be read ({why})") from None
     return rows, sorted(sites)
 
 

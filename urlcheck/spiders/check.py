@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -145,9 +145,11 @@ class CheckSpider(Spider):
         try:
             # An http(s) URL is a sitemap the crawl fetches first (kept in the job).
             given = self.csv_path
+            from_public = False  # a site gave the input (a sitemap fetched from a public address)
             if self.input is not None and is_remote(self.input):
                 fetcher = self._sitemaps()
                 given = await fetcher.fetch(self.input)
+                from_public = fetcher.from_public(self.input)
             results = rt.results = plan_results(
                 self.crawler.settings, self.out, given, rt.config.recheck
             )
@@ -155,8 +157,20 @@ class CheckSpider(Spider):
                 self.sheet = self._job_sheet(results.job)
             # A job reads its own copy of the input (docs/jobs.md, "The job's input").
             source = open_source(results.input_path or given, sheet=self.sheet)
+            if results.job is not None and isinstance(source, SitemapSource):
+                # Resumed from its copy, a sitemap a site gave is still the site's word.
+                fetcher = fetcher or self._sitemaps()
+                checksum = results.job.meta.input_sha256
+                if self.input is not None and is_remote(self.input):
+                    fetcher.keep_input_origin(checksum, from_public)
+                else:
+                    from_public = fetcher.input_from_public(checksum)
             if isinstance(source, SitemapSource) and source.root == INDEX:
-                source = await self._sitemaps_of(source, fetcher or self._sitemaps())
+                fetcher = fetcher or self._sitemaps()
+                source, parts_public = await self._sitemaps_of(source, fetcher, from_public)
+                rt.row_after_public = self._rows_after_public(source, parts_public)
+            elif from_public:
+                rt.row_after_public = _always
         except (InputError, JobError) as exc:
             logger.error("%s", exc)
             raise CloseSpider("input_error") from None
@@ -261,7 +275,9 @@ class CheckSpider(Spider):
             self.ledger.fed(task.row)
             yield from self._with_copies(self._host_unavailable(task, url, down))
             return
-        yield self.requests.request(task, url, [])
+        from_site = self.runtime.row_after_public
+        after_public = from_site is not None and from_site(task.row)
+        yield self.requests.request(task, url, [], after_public=after_public)
 
     # --- rows asking for the same URL (urlcheck.input.duplicates) -------------------------------
 
@@ -324,19 +340,24 @@ class CheckSpider(Spider):
         self.crawler.signals.connect(fetcher.close, signal=signals.spider_closed, weak=False)
         return fetcher
 
-    async def _sitemaps_of(self, index: SitemapSource, fetcher: SitemapFetcher) -> SitemapSource:
-        """The index with its sitemaps fetched, in its order; one that cannot be had is skipped
-        with a warning naming it (its rows are missing, the others are checked)."""
-        parts = []
+    async def _sitemaps_of(
+        self, index: SitemapSource, fetcher: SitemapFetcher, from_public: bool
+    ) -> tuple[SitemapSource, list[bool]]:
+        """The index with its sitemaps fetched, in its order, and for each whether it came
+        after a public answer; one that cannot be had is skipped with a warning naming it (its
+        rows are missing, the others are checked). ``from_public``: the index itself was
+        answered from a public address, so the sitemaps it names are hops after it."""
+        parts, public = [], []
         for url in child_urls(index.sitemaps, self.input or str(index.path)):
             try:
-                path = await fetcher.fetch(url)
+                path = await fetcher.fetch(url, after_public=from_public)
                 if sitemap_root(read_head(path, url), url) != URLSET:
                     raise InputError(f"{url}: a sitemap index inside an index; not followed")
             except InputError as exc:
                 logger.warning("%s (its URLs are not checked)", exc)
                 continue
             parts.append(path)
+            public.append(fetcher.from_public(url))
         logger.info(
             "%s: a sitemap index of %d sitemaps, %d read (%d fetched now)",
             self.input,
@@ -344,7 +365,16 @@ class CheckSpider(Spider):
             len(parts),
             fetcher.fetched,
         )
-        return index.with_parts(parts)
+        return index.with_parts(parts), public
+
+    @staticmethod
+    def _rows_after_public(source: SitemapSource, public: list[bool]) -> Callable[[int], bool]:
+        """Whether a row of the index ``source`` was given by a site: its sitemap's flag."""
+        if not any(public):
+            return _never
+        if all(public):
+            return _always
+        return lambda row: public[source.part_of(row)]
 
     async def _wait_for_room(self) -> None:
         # Woken when a row finishes; the timeout covers hosts whose back-off ends.
@@ -561,6 +591,14 @@ class CheckSpider(Spider):
                 continue  # never started
             self._closed_rows.add(row)
             await internals.process_item(self.crawler, self.requests.finish(request, chain, end))
+
+
+def _always(row: int) -> bool:
+    return True
+
+
+def _never(row: int) -> bool:
+    return False
 
 
 def _header(response: Response, name: bytes) -> str | None:

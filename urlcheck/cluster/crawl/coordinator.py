@@ -144,7 +144,12 @@ class Coordinator:
     def _task(self, ref: RowRef) -> tuple[str, Task]:
         assert self.source is not None
         row_task = self.runtime.requests.task(self.source.read_at(ref.offset, ref.row), ref.host_id)
-        task = task_from_row(row_task, self.runtime.requests.method)
+        from_site = runtime(self.crawler).row_after_public
+        task = task_from_row(
+            row_task,
+            self.runtime.requests.method,
+            after_public=from_site is not None and from_site(ref.row),
+        )
         return host_key(task.target), task
 
     async def _retrying(self, call: Callable[[], T]) -> T:

@@ -21,10 +21,11 @@ def row_of(request: Request) -> int | None:
     return task.row if isinstance(task, RowTask) else None
 
 
-def task_from_row(row_task: RowTask, method: str) -> Task:
-    """A new row, as the coordinator queues it."""
+def task_from_row(row_task: RowTask, method: str, *, after_public: bool = False) -> Task:
+    """A new row, as the coordinator queues it; ``after_public``: a site gave it (a sitemap
+    fetched from a public address)."""
     assert row_task.requested_url is not None
-    return _task(row_task, row_task.requested_url, method)
+    return _task(row_task, row_task.requested_url, method, after_public=after_public)
 
 
 def task_from_request(request: Request) -> Task:
