@@ -30,7 +30,7 @@ def test_the_forced_options_win_over_the_options_and_the_urls_query() -> None:
         "password": SECRET,
         "client_name": "mine",
     }
-    url = "redis://127.0.0.1:1/2?protocol=3&retry_on_timeout=yes&retry_on_error=x"
+    url = "redis://127.0.0.1:1/2?protocol=3&retry_on_timeout=yes"
     kwargs = kwargs_of(url, asked, decode=False)
     assert (kwargs["protocol"], kwargs["decode_responses"], kwargs["retry_on_error"]) == (
         2,
