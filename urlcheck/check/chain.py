@@ -3,7 +3,8 @@ finish the row. No Scrapy here; the spider turns each response into an :class:`A
 each :class:`Follow` into a request in the next host's own download slot.
 
 The rules, in order: a HEAD answered 405/501 is asked again with GET (the hop is not
-recorded); a hop every proxy was blocked on ends the row (``blocked``); a redirect status, or
+recorded); a hop a bot wall answered (a captcha or block page, with or without proxies) ends
+the row (``blocked``, the hop naming the vendor); a redirect status, or
 any 3xx with a Location, is followed unless the Location is bad (``bad_location``,
 ``unsupported_scheme``), revisits a URL of the chain (``loop``) or would exceed ``max_hops``
 (``too_many_hops``) or is longer than ``max_url_length`` (``url_too_long``, the Location kept);
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from parsel import Selector
 
+from urlcheck.check.detection import vendor_of
 from urlcheck.check.hops import Hop, hop
 from urlcheck.check.urls import InvalidURL, hop_kind, refresh_target, resolve_location
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 HEAD_REFUSED = frozenset({405, 501})
+GENERIC_WALL = "generic"  # the vendor of a wall no vendor's signature recognised
 _META_REFRESH_SCAN = 65536  # characters of the page searched for <meta http-equiv="refresh">
 # Only a page that may declare a refresh is parsed as HTML.
 _REFRESH_HINT = re.compile(r"http-equiv\s*=\s*[\"']?\s*refresh", re.IGNORECASE)
@@ -51,7 +54,8 @@ class Answer:
     location: bytes | None = None  # the Location header as sent
     text: str | None = None  # the (capped) body as text, when it is text
     ms: int | None = None  # latency
-    blocked: str | None = None  # set when every proxy tried met a captcha or block
+    blocked: str | None = None  # "captcha:<signature>" when a bot wall answered (detection)
+    proxied: bool = False  # the hop went through a proxy (and every proxy tried met the wall)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +95,7 @@ class ChainRules:
         entry = hop(answer.url, status=status, ms=answer.ms)
         chain.append(entry)
         if answer.blocked is not None:
-            entry["block"] = answer.blocked
-            return Finish(
-                error="blocked",
-                error_message=f"{answer.blocked} (status {status}) on every proxy tried",
-            )
+            return _wall(entry, answer)
         if status in REDIRECT_STATUSES or (300 <= status < 400 and answer.location is not None):
             return self._follow(chain, entry, answer.location)
         if 300 <= status < 400:
@@ -140,6 +140,21 @@ class ChainRules:
         if len(target) > self.max_url_length:
             return Finish(error="url_too_long", error_message=too_long(target, self.max_url_length))
         return Follow(target)
+
+
+def _wall(entry: Hop, answer: Answer) -> Finish:
+    """A bot wall's page is not the site's answer: the row ends ``blocked``, with the vendor."""
+    assert answer.blocked is not None
+    kind, _, signature = answer.blocked.partition(":")
+    vendor = vendor_of(signature) or GENERIC_WALL
+    entry["block"] = answer.blocked
+    entry["vendor"] = vendor
+    by = "" if vendor == GENERIC_WALL else f" by {vendor}"
+    where = "on every proxy tried" if answer.proxied else "answered, not the site"
+    return Finish(
+        error="blocked",
+        error_message=f"{answer.blocked} (status {answer.status}): a {kind} page{by} {where}",
+    )
 
 
 def too_long(url: str, limit: int) -> str:

@@ -117,9 +117,11 @@ def build_result(
     final_url = None if broken or last is None else last["url"]
     final_status = None if broken or last is None else last["status"]
     hops = max(len(chain) - 1, 0)
+    # A bot wall's page is not the site's answer: a wall on the first hop says nothing of it.
+    judged_first = first if first is not None and "block" not in first else None
     verdict = judge(
         expected=task.expected,
-        first_status=first["status"] if first else None,
+        first_status=judged_first["status"] if judged_first else None,
         final_url=final_url,
         final_status=final_status,
         hops=hops,

@@ -1,7 +1,9 @@
 """Counts every result into stats (``urlcheck/...``) and logs one summary block at the end.
 
 A row's warnings (``temporary_redirect`` when only warned of, the Location warnings of its hops)
-are counted once per row: ``urlcheck/warning/location_backslash`` is the rows that met one."""
+are counted once per row: ``urlcheck/warning/location_backslash`` is the rows that met one.
+Rows a bot wall answered (``blocked``) are counted by the wall's vendor:
+``urlcheck/blocked/cloudflare``."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import TYPE_CHECKING, Self
 
 from scrapy import signals
 
+from urlcheck.check.chain import GENERIC_WALL
 from urlcheck.check.result import Result, status_class
 
 if TYPE_CHECKING:
@@ -46,6 +49,8 @@ class Summary:
             inc("urlcheck/loops")
         if item.error:
             inc(f"urlcheck/error/{item.error}")
+            if item.error == "blocked":
+                inc(f"urlcheck/blocked/{wall_vendor(item)}")
         if item.verdict:
             inc(f"urlcheck/verdict/{item.verdict}")
             for reason in item.reasons:
@@ -61,6 +66,7 @@ class Summary:
             ("final status", "urlcheck/final_status/"),
             ("verdicts", "urlcheck/verdict/"),
             ("errors", "urlcheck/error/"),
+            ("bot walls (rows)", "urlcheck/blocked/"),
             ("warnings (rows)", "urlcheck/warning/"),
         ):
             found = sorted((k[len(prefix) :], v) for k, v in stats.items() if k.startswith(prefix))
@@ -71,3 +77,9 @@ class Summary:
                 lines.append(f"  {title}: {stats[key]}")
         self.block = "\n".join(lines)
         logger.info("%s", self.block)
+
+
+def wall_vendor(item: Result) -> str:
+    """The vendor of the wall a ``blocked`` row ended on (its last hop names it)."""
+    last = item.chain[-1] if item.chain else None
+    return (last.get("vendor") if last is not None else None) or GENERIC_WALL

@@ -23,6 +23,7 @@ from urlcheck.reports.source import HostInfo
 
 CHAIN_BUCKETS = 10  # chain lengths 0..9 hops, then "10+"
 UNAVAILABLE = "host_unavailable"  # the error kind of rows given up on a host that is down
+BLOCKED = "blocked"  # the error kind of rows a bot wall answered
 
 
 @dataclass(slots=True)
@@ -47,6 +48,7 @@ class HostRow:
     delay: float | None  # learned delay (hosts.json), seconds
     unavailable: bool
     backoff_seconds: float | None = None  # time in back-off (hosts.json)
+    walls: int = 0  # rows a bot wall answered (error "blocked")
 
 
 @dataclass(slots=True)
@@ -111,6 +113,7 @@ class ReportData:
     heatmap: Heatmap | None = None
     job_state: str | None = None  # from the job's meta.json
     input_rows: int | None = None  # rows in the job's input, checked or not
+    wall_rows: int = 0  # rows a bot wall answered (error "blocked"), over every host
 
     @property
     def failing_shown(self) -> int:
@@ -122,7 +125,16 @@ class ReportData:
 
 
 class _Host:
-    __slots__ = ("errors", "ms", "ms_seen", "retries", "retry_after", "rows", "unavailable")
+    __slots__ = (
+        "errors",
+        "ms",
+        "ms_seen",
+        "retries",
+        "retry_after",
+        "rows",
+        "unavailable",
+        "walls",
+    )
 
     def __init__(self) -> None:
         self.rows = 0
@@ -132,6 +144,7 @@ class _Host:
         self.ms = array("I")
         self.ms_seen = 0
         self.unavailable = False
+        self.walls = 0
 
 
 def failed_checks(result: dict[str, Any], *, detail: bool = True) -> list[str]:
@@ -270,6 +283,8 @@ class Aggregate:
                 stats.errors += 1
                 if error == UNAVAILABLE:
                     stats.unavailable = True
+                elif error == BLOCKED:
+                    stats.walls += 1
         for entry in chain:
             kind = entry.get("kind")
             if kind:
@@ -342,6 +357,7 @@ class Aggregate:
                     delay=info.delay,
                     unavailable=stats.unavailable or info.unavailable,
                     backoff_seconds=info.backoff_seconds,
+                    walls=stats.walls,
                 )
             )
         # Unavailable hosts, then the slowest, then the busiest.
@@ -388,6 +404,7 @@ class Aggregate:
             hosts=hosts[: self.host_cap],
             hosts_total=len(hosts),
             unavailable_hosts=sum(1 for h in hosts if h.unavailable),
+            wall_rows=sum(h.walls for h in hosts),
             failing=[entry for _, _, entry in sorted(self._failing, key=lambda i: -i[0])],
             failing_total=self.failing_total,
         )

@@ -322,6 +322,7 @@ class CheckSpider(Spider):
             text=response.text if isinstance(response, TextResponse) and response.body else None,
             ms=None if latency is None else round(latency * 1000),
             blocked=meta.get(m.BLOCKED),
+            proxied=bool(meta.get(m.PROXY)),
         )
         chain: list[Hop] = [*meta[m.CHAIN]]
         step = self.chain_rules.on_answer(meta[m.TASK], chain, answer)
