@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from urlcheck.check.hops import RowTask, hop
+from urlcheck.check.hops import Hop, RowTask, hop
 from urlcheck.check.result import FIELDS, LineKey, Result, build_result, read_key
 from urlcheck.check.verdict import VerdictRules
 
@@ -76,7 +76,7 @@ def test_read_key_of_a_failed_row_and_of_junk() -> None:
     )
 
 
-def _walled(chain_before: list, status: int) -> Result:
+def _walled(chain_before: list[Hop], status: int) -> Result:
     task = RowTask(3, "http://a.test/x", "http://a.test/x", "http://b.test/", {})
     wall = hop("http://a.test/x" if not chain_before else "http://b.test/", status=status)
     wall["block"] = "captcha:cloudflare-challenge"

@@ -56,6 +56,8 @@ class Answer:
     ms: int | None = None  # latency
     blocked: str | None = None  # "captcha:<signature>" when a bot wall answered (detection)
     proxied: bool = False  # the hop went through a proxy (and every proxy tried met the wall)
+    tls_warnings: tuple[str, ...] = ()  # what the certificate check found (urlcheck.check.tls)
+    cert_expires: str | None = None  # an https hop's certificate expiry
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,10 @@ class ChainRules:
                 task.notes.append("head_fallback_get")
             return Follow(answer.url, method="GET")
         entry = hop(answer.url, status=status, ms=answer.ms)
+        if answer.cert_expires is not None:
+            entry["cert_expires"] = answer.cert_expires
+        if answer.tls_warnings:
+            entry["warnings"] = list(answer.tls_warnings)
         chain.append(entry)
         if answer.blocked is not None:
             return _wall(entry, answer)
@@ -107,9 +113,15 @@ class ChainRules:
             return self._follow(chain, entry, refresh.target, base=refresh.base)
         return Finish(meta_refresh=refresh.resolved())
 
-    def on_failure(self, chain: list[Hop], url: str, kind: str, message: str) -> Finish:
-        """A hop ended without a response (``kind`` from urlcheck.crawl.failures)."""
-        chain.append(hop(url, error=kind))
+    def on_failure(
+        self, chain: list[Hop], url: str, kind: str, message: str, warnings: tuple[str, ...] = ()
+    ) -> Finish:
+        """A hop ended without a response (``kind`` from urlcheck.crawl.failures); ``warnings``:
+        why a certificate was refused (URLCHECK_TLS=strict)."""
+        entry = hop(url, error=kind)
+        if warnings:
+            entry["warnings"] = list(warnings)
+        chain.append(entry)
         return Finish(error=kind, error_message=message)
 
     def _follow(
@@ -121,7 +133,7 @@ class ChainRules:
         except InvalidURL as exc:
             entry["location"] = raw
             if exc.warnings:
-                entry["warnings"] = list(exc.warnings)
+                entry.setdefault("warnings", []).extend(exc.warnings)
             return Finish(error=exc.code, error_message=str(exc))
         target = resolved.url
         entry["location"] = target
@@ -129,7 +141,7 @@ class ChainRules:
         if raw is not None and raw != target:
             entry["location_raw"] = raw
         if resolved.warnings:
-            entry["warnings"] = list(resolved.warnings)
+            entry.setdefault("warnings", []).extend(resolved.warnings)
         if any(earlier["url"] == target for earlier in chain):
             return Finish(loop=True)
         if len(chain) > self.max_hops:

@@ -19,7 +19,9 @@ class Hop(TypedDict):
     block: NotRequired[str]
     vendor: NotRequired[str]  # the wall's vendor ("cloudflare", "akamai", ...; "generic")
     location_raw: NotRequired[str]  # the Location as sent, when it differs from ``location``
-    warnings: NotRequired[list[str]]  # "location_backslash", ... (urlcheck.check.urls), when any
+    # "location_backslash", ... (urlcheck.check.urls), "tls_self_signed", ... (urlcheck.check.tls)
+    warnings: NotRequired[list[str]]
+    cert_expires: NotRequired[str]  # an https hop: its certificate's notAfter (ISO 8601 UTC)
 
 
 def hop(

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from urlcheck.check.tls import tls_invalid
 from urlcheck.check.verdict import VerdictRules, judge
 from urlcheck.clock import utc_iso
 
@@ -128,6 +129,7 @@ def build_result(
         loop=loop,
         error=error,
         rules=rules,
+        tls_invalid=any(tls_invalid(entry.get("warnings", ())) for entry in chain),
     )
     return Result(
         row=task.row,

@@ -80,6 +80,7 @@ def judge(
     loop: bool,
     error: str | None,
     rules: VerdictRules,
+    tls_invalid: bool = False,
 ) -> Verdict:
     """Judge one checked row against its expected target.
 
@@ -122,6 +123,8 @@ def judge(
         reasons.append(f"final_status_{final_status}")
     if forms is not None and final_url is not None and not final_matches:
         reasons.append("final_url_mismatch")
+    if tls_invalid:  # a hop's certificate a browser refuses (urlcheck.check.tls)
+        reasons.append("tls_certificate_invalid")
 
     if not reasons and (first_status is None or final_url is None or final_status is None):
         # The caller reported neither an error nor a complete response; never pass on that.

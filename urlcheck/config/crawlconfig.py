@@ -11,9 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
+
+from cryptography import x509
 
 from urlcheck.check.addressguard import AddressPolicy
+from urlcheck.check.tls import TLS_MODES, TLSConfig, TLSMode
 from urlcheck.config.access import SiteAccess
 from urlcheck.config.proxies import ProxySettings
 from urlcheck.config.reader import ConfigError, SettingsReader
@@ -192,6 +195,7 @@ class UrlcheckConfig:
     results_enabled: bool = True
     recheck: Recheck | None = None  # -a recheck=...: rows of the job to check again
     access: SiteAccess = field(default_factory=SiteAccess)  # headers, cookies, auth per host
+    tls: TLSConfig = field(default_factory=TLSConfig)  # URLCHECK_TLS, URLCHECK_CA_BUNDLE
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> UrlcheckConfig:
@@ -210,7 +214,27 @@ class UrlcheckConfig:
             results_enabled=read.boolean("URLCHECK_RESULTS_ENABLED", True),
             recheck=_recheck(read.text("URLCHECK_RECHECK", "")),
             access=SiteAccess.from_settings(settings),
+            tls=tls_config(read),
         )
+
+
+def tls_config(read: SettingsReader) -> TLSConfig:
+    mode = cast("TLSMode", read.choice("URLCHECK_TLS", "check", TLS_MODES))
+    bundle = read.text("URLCHECK_CA_BUNDLE", "").strip()
+    if not bundle:
+        return TLSConfig(mode)
+    path = Path(bundle).expanduser()
+    try:
+        certificates = x509.load_pem_x509_certificates(path.read_bytes())
+    except OSError as exc:
+        raise ConfigError(f"setting URLCHECK_CA_BUNDLE: cannot read {bundle!r} ({exc})") from None
+    except ValueError:
+        certificates = []
+    if not certificates:
+        raise ConfigError(
+            f"setting URLCHECK_CA_BUNDLE: {bundle!r} holds no PEM certificate"
+        ) from None
+    return TLSConfig(mode, path)
 
 
 def _recheck(text: str) -> Recheck | None:

@@ -31,6 +31,8 @@ SETTING_KEYS = frozenset({
     # what is checked and how
     "user_agent", "method", "max_hops", "follow_meta_refresh", "verdict_ignore_trailing_slash",
     "temporary_redirect", "max_chain_hops", "max_url_length", "body_max_bytes",
+    # certificates (docs/urls-and-verdicts.md)
+    "tls", "ca_bundle",
     # what a site asks of its visitors
     "headers", "cookies", "auth",
     # output, the terminal

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from urlcheck.cluster.frontier import JobHost
     from urlcheck.crawl.requests import RowRequests
     from urlcheck.crawl.terminal import Terminal
+    from urlcheck.crawl.tlscheck import CertificateLedger
     from urlcheck.input.csvfile import CsvSource
     from urlcheck.input.feeder import HostFeeder
     from urlcheck.jobs.context import JobContext
@@ -66,6 +67,8 @@ class Runtime:
         self.job_hosts: Callable[[], Mapping[str, JobHost] | None] | None = None
         # Set by `urlcheck check` on a terminal: the progress bar the Progress extension draws.
         self.terminal: Terminal | None = None
+        # Set by the download handler: what each https connection's certificate check found.
+        self.certificates: CertificateLedger | None = None
 
     @property
     def results_path(self) -> Path | None:

@@ -13,17 +13,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import CloseSpider
 from scrapy.http import TextResponse
+from scrapy.utils.httpobj import urlparse_cached
 
 from urlcheck.check.addressguard import is_public
 from urlcheck.check.chain import Answer, ChainRules, Finish, Step, too_long
 from urlcheck.check.hops import Hop, RowTask, hop
 from urlcheck.check.result import Result
+from urlcheck.check.tls import hop_tls
 from urlcheck.check.urls import InvalidURL, host_key, normalise_input
 from urlcheck.config.crawlconfig import resolve_user_agent
 from urlcheck.config.reader import ConfigError
@@ -314,6 +317,7 @@ class CheckSpider(Spider):
         if meta[m.TASK].row in self._closed_rows:
             return None  # a cancel already gave this row its line
         latency = meta.get("download_latency")
+        tls_warnings, cert_expires = self._certificate(response)
         answer = Answer(
             url=response.url,
             status=response.status,
@@ -323,6 +327,8 @@ class CheckSpider(Spider):
             ms=None if latency is None else round(latency * 1000),
             blocked=meta.get(m.BLOCKED),
             proxied=bool(meta.get(m.PROXY)),
+            tls_warnings=tls_warnings,
+            cert_expires=cert_expires,
         )
         chain: list[Hop] = [*meta[m.CHAIN]]
         step = self.chain_rules.on_answer(meta[m.TASK], chain, answer)
@@ -338,9 +344,32 @@ class CheckSpider(Spider):
         except Exception as exc:  # an errback that raised would leave the row without a line
             logger.exception("Internal error classifying %r for %s", failure.value, request.url)
             kind, message = "internal_error", f"urlcheck failed on this error ({exc!r})"
+        refused = self._refused_certificate(request) if kind == "tls" else ()
+        if refused:
+            message = (
+                f"certificate refused (URLCHECK_TLS=strict): {', '.join(refused)}; "
+                "a browser shows an error page"
+            )
         return self.requests.finish(
-            request, chain, self.chain_rules.on_failure(chain, request.url, kind, message)
+            request,
+            chain,
+            self.chain_rules.on_failure(chain, request.url, kind, message, refused),
         )
+
+    def _certificate(self, response: Response) -> tuple[tuple[str, ...], str | None]:
+        """An https hop's certificate check (urlcheck.check.tls): its warnings and expiry."""
+        ledger = self.runtime.certificates
+        check = None if ledger is None else ledger.of_response(response)
+        if check is None:
+            return (), None
+        warnings, expires = hop_tls(check, datetime.now(UTC))
+        return tuple(warnings), expires
+
+    def _refused_certificate(self, request: Request) -> tuple[str, ...]:
+        ledger = self.runtime.certificates
+        url = urlparse_cached(request)
+        check = None if ledger is None else ledger.refused(url.hostname or "", url.port or 443)
+        return () if check is None else tuple(check.problems)
 
     def _next(self, response: Response, chain: list[Hop], step: Step) -> Request | Result:
         if isinstance(step, Finish):
