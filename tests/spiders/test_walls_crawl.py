@@ -34,7 +34,7 @@ async def test_rows_a_wall_answered_end_blocked_with_the_vendor(site, tmp_path, 
         (u(FROM, "/redirect/301?to=" + quote(expected, safe="")), expected),
     ]
     csv = write_csv(tmp_path / "in.csv", "url,expected\n" + "".join(f"{a},{b}\n" for a, b in rows))
-    with caplog.at_level(logging.INFO, logger="urlcheck.extensions.summary"):
+    with caplog.at_level(logging.INFO, logger="urlcheck.extensions"):
         results, crawler = await crawl(csv, tmp_path / "out.jsonl", **FAST)
     by_row = {r["row"]: r for r in results}
     assert sorted(by_row) == list(range(1, 9))
@@ -74,4 +74,10 @@ async def test_rows_a_wall_answered_end_blocked_with_the_vendor(site, tmp_path, 
     assert (
         "  bot walls (rows): akamai 1, cloudflare 2, datadome 1, generic 1, imperva 1"
         in block.splitlines()
+    )
+    # The host table of the log: the wall after the redirect is the target host's.
+    [hosts] = [r.message for r in caplog.records if r.message.startswith("urlcheck hosts:")]
+    assert (
+        f"  bot walls (rows answered by a captcha or block page): {FROM} 5, {TO} 1"
+        in hosts.splitlines()
     )
