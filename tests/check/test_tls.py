@@ -1,5 +1,6 @@
 """The certificate rules without Scrapy or OpenSSL: OpenSSL's verification errors as result
-words, a hop's warnings and expiry at a given time, and the verdict they fail."""
+words, a hop's warnings and expiry at a given time, and the audit check they make
+(``tls_certificate_invalid``, placed by its level)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.servers.tlsserver import make_ca
-from urlcheck.check.hops import RowTask, hop
+from urlcheck.check.audit import CHECKS, AuditRules
+from urlcheck.check.hops import Hop, RowTask, hop
 from urlcheck.check.result import build_result
 from urlcheck.check.tls import (
+    CERTIFICATE_INVALID,
     EXPIRING_SOON,
     TLS_FAILURES,
     CertificateCheck,
@@ -78,6 +81,51 @@ def test_a_hop_the_browser_refuses_fails_the_verdict() -> None:
     soon["warnings"] = ["tls_expiring_soon"]
     line = build_result(task, [soon], rules=VerdictRules())
     assert (line.verdict, line.warnings) == ("pass", ["tls_expiring_soon"])
+
+
+def test_the_certificate_finding_goes_where_its_audit_check_says() -> None:
+    """tls_certificate_invalid is a check of the audit catalogue: its setting places it."""
+    check = CHECKS[CERTIFICATE_INVALID]
+    assert (check.setting, check.default) == ("URLCHECK_CHECK_TLS_CERTIFICATE_INVALID", "fail")
+    task = RowTask(1, "https://a.test/", "https://a.test/", "https://a.test/", {})
+    bad = hop("https://a.test/", status=200)
+    bad["warnings"] = ["tls_expired"]
+
+    def placed(
+        level: str | None,
+        row: RowTask = task,
+        chain: list[Hop] | None = None,
+        error: str | None = None,
+    ) -> tuple[object, ...]:
+        levels = {} if level is None else {CERTIFICATE_INVALID: level}
+        rules = VerdictRules(audit=AuditRules(levels=levels))  # type: ignore[arg-type]
+        line = build_result(row, chain or [bad], rules=rules, error=error, error_message=error)
+        return line.verdict, line.reasons, line.warnings
+
+    assert placed("warn") == ("pass", [], ["tls_certificate_invalid", "tls_expired"])
+    assert placed("off") == ("pass", [], ["tls_expired"])  # the hop's warning stays
+    unjudged = RowTask(2, "https://a.test/", "https://a.test/", None, {})
+    assert placed(None, unjudged) == (None, [], ["tls_certificate_invalid", "tls_expired"])
+    # A chain that broke on the certificate (URLCHECK_TLS=strict) is judged on it too.
+    cut = hop("https://a.test/", error="tls")
+    cut["warnings"] = ["tls_expired"]
+    refused = placed(None, chain=[cut], error="tls")
+    assert refused == ("fail", ["error_tls", "tls_certificate_invalid"], ["tls_expired"])
+
+
+def test_the_check_level_is_a_setting() -> None:
+    from scrapy.settings import Settings
+
+    from urlcheck.config.crawlconfig import ConfigError, UrlcheckConfig
+
+    def level(value: str) -> str:
+        settings = Settings({"URLCHECK_CHECK_TLS_CERTIFICATE_INVALID": value})
+        return UrlcheckConfig.from_settings(settings).check.audit.level(CERTIFICATE_INVALID)
+
+    assert level("warn") == "warn"
+    assert level("off") == "off"
+    with pytest.raises(ConfigError, match="URLCHECK_CHECK_TLS_CERTIFICATE_INVALID"):
+        level("strict")
 
 
 def test_the_settings_are_checked_when_read(tmp_path) -> None:

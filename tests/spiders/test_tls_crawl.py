@@ -1,7 +1,8 @@
 """Certificates as a browser sees them, in real crawls against https servers on 127.0.0.4, one
 per certificate made here (``tests/servers/tlsserver.py``): each failure is a hop warning and
-fails the verdict with ``tls_certificate_invalid``; ``URLCHECK_TLS=strict`` ends the row
-``tls`` without following; ``off`` verifies nothing; ``URLCHECK_CA_BUNDLE`` trusts a private CA."""
+fails the verdict with ``tls_certificate_invalid`` (that audit check's default level);
+``URLCHECK_TLS=strict`` ends the row ``tls`` without following; ``off`` verifies nothing;
+``URLCHECK_CA_BUNDLE`` trusts a private CA."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ NAME_MISMATCH = "tls_name_mismatch"
 UNKNOWN_CA = "tls_unknown_ca"
 INVALID = "tls_invalid"
 EXPIRING = "tls_expiring_soon"
-# What a browser refuses: each fails the verdict. Expiring soon is a warning only.
+# What a browser refuses: each makes the finding CERTIFICATE_INVALID. Expiring soon only warns.
 TLS_FAILURES = frozenset({SELF_SIGNED, EXPIRED, NAME_MISMATCH, UNKNOWN_CA, INVALID})
 
 # The row's finding when a hop has one of TLS_FAILURES: the audit check of that name places it.
