@@ -86,18 +86,18 @@ def test_an_installed_wheel_runs_the_demo_from_any_directory(tmp_path: Path) -> 
 
     demo = run([venv / "bin" / "urlcheck", "demo", "-s", "LOG_LEVEL=WARNING"], work)
     assert demo.returncode == 0, demo.stdout + demo.stderr[-3000:]  # as designed
-    assert "15 rows checked" in demo.stdout
-    assert "Rows 3, 6, 12, 14 and 15 fail their verdicts on purpose" in demo.stdout
+    assert "16 rows checked" in demo.stdout
+    assert "Rows 3, 6, 12, 14, 15 and 16 fail their verdicts on purpose" in demo.stdout
     assert "[temporary_redirect]" in demo.stdout
     status = run([venv / "bin" / "urlcheck", "job", "status", "demo-job"], work)
     assert status.returncode == 0, status.stderr
-    assert "rows:          15 / 15" in status.stdout
+    assert "rows:          16 / 16" in status.stdout
 
     # `scrapy demo` outside any project: the scrapy.commands entry point
     scrapy: list[str | Path] = [venv / "bin" / "python", "-m", "scrapy", "demo", "--jobdir", "job2"]
     demo = run([*scrapy, "-s", "LOG_LEVEL=WARNING"], work)
     assert demo.returncode == 0, demo.stdout + demo.stderr[-3000:]
-    assert "15 rows checked" in demo.stdout
+    assert "16 rows checked" in demo.stdout
     job = run([venv / "bin" / "python", "-m", "scrapy", "job", "status", "job2"], work)
     assert job.returncode == 0, job.stderr
-    assert "rows:          15 / 15" in job.stdout
+    assert "rows:          16 / 16" in job.stdout

@@ -74,6 +74,9 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "urlcheck.middlewares.robotstxt.GuardedRobotsTxtMiddleware": 100,
     # Below RetryMiddleware (550): sees each request's last outcome; gives up on down hosts.
+    # Below them all that retry: a captcha or block page met without a proxy ends the row
+    # ``blocked`` (the proxy middleware judges proxied responses itself).
+    "urlcheck.middlewares.walls.BotWallMiddleware": 530,
     "urlcheck.middlewares.circuit.HostCircuitMiddleware": 540,
     "urlcheck.middlewares.backoff.HostBackoffMiddleware": 560,
     # Off (NotConfigured) unless URLCHECK_PROXIES or URLCHECK_PROXY_FILE name proxies.

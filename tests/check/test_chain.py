@@ -111,15 +111,56 @@ def test_an_unfollowable_location_keeps_the_header_as_sent() -> None:
     assert chain[0]["location"] == "ftp://files.test/x"
 
 
-def test_a_blocked_hop_ends_the_row() -> None:
+def test_a_hop_blocked_on_every_proxy_ends_the_row_with_the_vendor() -> None:
     chain: list[Hop] = []
     step = ChainRules().on_answer(
-        task(), chain, Answer("http://a.test/", 403, blocked="captcha:cloudflare")
+        task(),
+        chain,
+        Answer("http://a.test/", 403, blocked="captcha:cloudflare-challenge", proxied=True),
     )
     assert step == Finish(
-        error="blocked", error_message="captcha:cloudflare (status 403) on every proxy tried"
+        error="blocked",
+        error_message="captcha:cloudflare-challenge (status 403): a captcha page by cloudflare "
+        "on every proxy tried",
     )
-    assert chain[0].get("block") == "captcha:cloudflare"
+    assert chain[0].get("block") == "captcha:cloudflare-challenge"
+    assert chain[0].get("vendor") == "cloudflare"
+
+
+@pytest.mark.parametrize(
+    ("blocked", "vendor", "says"),
+    [
+        ("block:akamai", "akamai", "block:akamai (status 200): a block page by akamai "),
+        (
+            "block:datadome-banned",
+            "datadome",
+            "block:datadome-banned (status 200): a block page by datadome ",
+        ),
+        ("captcha:human-check", "generic", "captcha:human-check (status 200): a captcha page "),
+        ("block:block-page", "generic", "block:block-page (status 200): a block page "),
+    ],
+)
+def test_a_wall_met_without_proxies_ends_the_row_and_says_the_site_was_not_seen(
+    blocked: str, vendor: str, says: str
+) -> None:
+    chain: list[Hop] = []
+    step = ChainRules().on_answer(
+        task(), chain, Answer("http://a.test/", 200, location=b"/next", blocked=blocked)
+    )
+    assert isinstance(step, Finish) and step.error == "blocked"
+    assert step.error_message is not None and step.error_message.startswith(says)
+    assert step.error_message.endswith("answered, not the site")
+    assert chain == [
+        {
+            "url": "http://a.test/",
+            "status": 200,
+            "location": None,
+            "ms": None,
+            "kind": None,
+            "block": blocked,
+            "vendor": vendor,
+        }
+    ]
 
 
 def test_a_failure_adds_an_error_hop() -> None:

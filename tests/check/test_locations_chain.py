@@ -70,7 +70,7 @@ def test_hop_warnings_are_listed_once_in_the_row_warnings() -> None:
     result = build_result(
         row, chain, rules=VerdictRules(temporary_redirect="warn"), error=None, loop=False
     )
-    # The audit's findings (docs/urls-and-verdicts.md section 8), then the hops'.
+    # The audit's findings (docs/urls-and-verdicts.md section 9), then the hops'.
     assert result.warnings == [
         "redirect_to_home",
         "redirect_chain",

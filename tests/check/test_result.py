@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from urlcheck.check.hops import RowTask, hop
+from urlcheck.check.hops import Hop, RowTask, hop
 from urlcheck.check.result import FIELDS, LineKey, Result, build_result, read_key
 from urlcheck.check.verdict import VerdictRules
 
@@ -79,3 +79,31 @@ def test_read_key_of_a_failed_row_and_of_junk() -> None:
     )
     # a line of a writer without a final status: the first one stands in for it
     assert read_key(b'{"row": 3, "status": 404, "verdict": null}\n') == LineKey(3, 404, 404, None)
+
+
+def _walled(chain_before: list[Hop], status: int) -> Result:
+    task = RowTask(3, "http://a.test/x", "http://a.test/x", "http://b.test/", {})
+    wall = hop("http://a.test/x" if not chain_before else "http://b.test/", status=status)
+    wall["block"] = "captcha:cloudflare-challenge"
+    wall["vendor"] = "cloudflare"
+    return build_result(
+        task,
+        [*chain_before, wall],
+        rules=VerdictRules(),
+        error="blocked",
+        error_message="captcha page by cloudflare",
+    )
+
+
+def test_a_wall_on_the_first_hop_is_not_judged_as_the_sites_answer() -> None:
+    line = _walled([], 403)
+    assert line.status == 403  # what was received, kept
+    assert line.final_status is None
+    assert line.verdict == "fail"
+    assert line.reasons == ["error_blocked"]  # not no_redirect, not final_status_403
+
+
+def test_a_wall_after_a_redirect_keeps_the_first_hops_verdict() -> None:
+    first = hop("http://a.test/x", status=302, location="http://b.test/", kind="host")
+    line = _walled([first], 403)
+    assert line.reasons == ["temporary_redirect", "error_blocked"]

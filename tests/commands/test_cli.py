@@ -91,10 +91,10 @@ def _write(path: Path, data: bytes) -> Path:
 def test_scrapy_demo_in_the_checkout(tmp_path: Path) -> None:
     done = scrapy("demo", "--jobdir", str(tmp_path / "job"), "-s", "LOG_LEVEL=WARNING")
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]  # it fails rows on purpose
-    assert "15 rows checked" in done.stdout
-    assert "Rows 3, 6, 12, 14 and 15 fail their verdicts on purpose" in done.stdout
+    assert "16 rows checked" in done.stdout
+    assert "Rows 3, 6, 12, 14, 15 and 16 fail their verdicts on purpose" in done.stdout
     assert "[loop]" in done.stdout and "[temporary_redirect]" in done.stdout
-    assert (tmp_path / "job" / "results.jsonl").read_text().count("\n") == 15
+    assert (tmp_path / "job" / "results.jsonl").read_text().count("\n") == 16
 
 
 # --- urlcheck, the console script ----------------------------------------------------------------
@@ -271,7 +271,7 @@ def test_urlcheck_demo_runs_from_any_directory(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert "the demo ran as designed" in done.stdout.splitlines()[-1]
     assert "Demo site on 127.0.0.1 port " in done.stdout
-    assert "15 rows checked" in done.stdout
+    assert "16 rows checked" in done.stdout
     rows = read_jsonl(tmp_path / "demo-job" / "results.jsonl")
     assert {r["url"].split("/")[2].split(":")[0] for r in rows if r["status"]} == {
         "old.localhost",

@@ -24,6 +24,7 @@ def test_the_demo_csv_says_which_rows_fail_on_purpose() -> None:
         13: "pass",
         14: "fail",
         15: "fail",
+        16: "fail",
     }
 
 

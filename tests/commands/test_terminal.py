@@ -148,7 +148,7 @@ def test_the_mode_and_the_log_file() -> None:
 def test_the_demo_on_a_terminal(tmp_path: Path) -> None:
     code, screen, stdout = _on_a_terminal(["demo"], tmp_path)
     assert code == 0, screen[-3000:] + stdout
-    assert "15/15 rows" in screen and "[scrapy" not in screen
+    assert "16/16 rows" in screen and "[scrapy" not in screen
     assert stdout.splitlines()[-2] == f"The crawl's log: {tmp_path}/demo-job/crawl.log"
     assert "the demo ran as designed" in stdout.splitlines()[-1]
     assert "Dumping Scrapy stats" in (tmp_path / "demo-job" / "crawl.log").read_text("utf-8")

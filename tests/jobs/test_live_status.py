@@ -80,7 +80,7 @@ def test_meta_follows_the_crawl_and_records_effective_settings(
         "URLCHECK_VERDICT_IGNORE_TRAILING_SLASH": True,
         "URLCHECK_TEMPORARY_REDIRECT": "fail",
         "URLCHECK_MAX_CHAIN_HOPS": None,
-        # the audit's checks (docs/urls-and-verdicts.md section 8), each at its default
+        # the audit's checks (docs/urls-and-verdicts.md section 9), each at its default
         "URLCHECK_CHECK_REDIRECT_TO_HOME": "fail",
         "URLCHECK_CHECK_MANY_TO_ONE": "warn",
         "URLCHECK_CHECK_REDIRECT_CHAIN": "warn",
@@ -90,8 +90,10 @@ def test_meta_follows_the_crawl_and_records_effective_settings(
         "URLCHECK_CHECK_NOINDEX": "fail",
         "URLCHECK_CHECK_CANONICAL_MISMATCH": "fail",
         "URLCHECK_CHECK_NOFOLLOW": "warn",
+        "URLCHECK_CHECK_TLS_CERTIFICATE_INVALID": "fail",
         "URLCHECK_MANY_TO_ONE_ROWS": 10,
         "URLCHECK_MANY_TO_ONE_SHARE": 50.0,
+        "URLCHECK_TLS": "check",
         "URLCHECK_BACKOFF_BASE": 30.0,
         "URLCHECK_BACKOFF_MAX": 300.0,
         "URLCHECK_BACKOFF_RETRIES": 3,

@@ -1,5 +1,5 @@
 """The audit's checks in the reports: failed checks, warnings and many_to_one, in HTML,
-Markdown and JUnit (docs/urls-and-verdicts.md section 8)."""
+Markdown and JUnit (docs/urls-and-verdicts.md section 9)."""
 
 from __future__ import annotations
 

@@ -196,6 +196,32 @@ def test_job_directory_with_sidecars(tmp_path):
     assert "1 unreadable line" in page
 
 
+def test_the_host_table_counts_the_rows_a_bot_wall_answered():
+    agg = Aggregate()
+    wall = {"block": "captcha:cloudflare-challenge", "vendor": "cloudflare"}
+    for row in (1, 2):
+        url = f"http://a.test/{row}"
+        agg.add(
+            result(
+                row,
+                url,
+                status=403,
+                final_status=None,
+                final_url=None,
+                error="blocked",
+                chain=[{**_hop(url, 403), **wall}],
+            )
+        )
+    agg.add(result(3, "http://b.test/3", status=403))  # the site's own 403
+    data = agg.finish()
+    hosts = {h.host: h for h in data.hosts}
+    assert (hosts["a.test"].walls, hosts["b.test"].walls) == (2, 0)
+    assert data.wall_rows == 2
+    page = render_html(data)
+    assert "2 row(s) answered by a bot wall" in page and "bot walls (rows)" in page
+    assert "bot walls" not in render_html(Aggregate().finish())
+
+
 def test_html_is_self_contained_and_escapes_what_it_shows():
     agg = Aggregate()
     hostile = 'http://a.test/"><script>alert(1)</script>'

@@ -1,5 +1,5 @@
 """Real crawls of the demo site: each audit check found on the row built for it
-(docs/urls-and-verdicts.md section 8)."""
+(docs/urls-and-verdicts.md section 9)."""
 
 from __future__ import annotations
 

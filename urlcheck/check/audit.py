@@ -9,8 +9,10 @@ has an expected target (its code in ``reasons``), a ``warn`` check only warns (`
 an ``off`` one is dropped. A row without an expected target has no verdict: any finding that is
 not ``off`` is a warning there.
 
-A check of another part of the crawl (TLS certificates, bot walls) registers itself with
-:func:`register` and gets its setting, its place in ``reasons`` and its counts the same way.
+A check of another part of the crawl is in the catalogue too and gets its setting, its place
+in ``reasons`` and its counts the same way: ``tls_certificate_invalid`` (urlcheck.check.tls),
+found from a hop's certificate warnings on any hop, even when the chain broke. Another one can
+add itself with :func:`register`.
 """
 
 from __future__ import annotations
@@ -118,6 +120,13 @@ for _check in (
         "URLCHECK_CHECK_NOFOLLOW",
         "warn",
         "the final page asks that its links not be followed",
+    ),
+    # certificates (urlcheck.check.tls: a hop's tls_self_signed, tls_expired, ...)
+    Check(
+        "tls_certificate_invalid",
+        "URLCHECK_CHECK_TLS_CERTIFICATE_INVALID",
+        "fail",
+        "an https hop's certificate is one a browser refuses",
     ),
 ):
     register(_check)

@@ -3,7 +3,8 @@ finish the row. No Scrapy here; the spider turns each response into an :class:`A
 each :class:`Follow` into a request in the next host's own download slot.
 
 The rules, in order: a HEAD answered 405/501 is asked again with GET (the hop is not
-recorded); a hop every proxy was blocked on ends the row (``blocked``); a redirect status, or
+recorded); a hop a bot wall answered (a captcha or block page, with or without proxies) ends
+the row (``blocked``, the hop naming the vendor); a redirect status, or
 any 3xx with a Location, is followed unless the Location is bad (``bad_location``,
 ``unsupported_scheme``), revisits a URL of the chain (``loop``) or would exceed ``max_hops``
 (``too_many_hops``) or is longer than ``max_url_length`` (``url_too_long``, the Location kept;
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from parsel import Selector
 
+from urlcheck.check.detection import vendor_of
 from urlcheck.check.finalpage import FinalPage, read_final_page
 from urlcheck.check.hops import Hop, hop
 from urlcheck.check.urls import InvalidURL, hop_kind, refresh_target, resolve_location
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 HEAD_REFUSED = frozenset({405, 501})
+GENERIC_WALL = "generic"  # the vendor of a wall no vendor's signature recognised
 _META_REFRESH_SCAN = 65536  # characters of the page searched for <meta http-equiv="refresh">
 # Only a page that may declare a refresh is parsed as HTML.
 _REFRESH_HINT = re.compile(r"http-equiv\s*=\s*[\"']?\s*refresh", re.IGNORECASE)
@@ -56,7 +59,10 @@ class Answer:
     extra_locations: tuple[bytes, ...] = ()  # the Location headers after the first, as sent
     text: str | None = None  # the (capped) body as text, when it is text
     ms: int | None = None  # latency
-    blocked: str | None = None  # set when every proxy tried met a captcha or block
+    blocked: str | None = None  # "captcha:<signature>" when a bot wall answered (detection)
+    proxied: bool = False  # the hop went through a proxy (and every proxy tried met the wall)
+    tls_warnings: tuple[str, ...] = ()  # what the certificate check found (urlcheck.check.tls)
+    cert_expires: str | None = None  # an https hop's certificate expiry
     content_type: str | None = None  # the Content-Type header
     robots_headers: tuple[str, ...] = ()  # X-Robots-Tag headers
     link_headers: tuple[str, ...] = ()  # Link headers (a canonical may be given there)
@@ -111,13 +117,13 @@ class ChainRules:
                 task.notes.append("head_fallback_get")
             return Follow(answer.url, method="GET")
         entry = hop(answer.url, status=status, ms=answer.ms)
+        if answer.cert_expires is not None:
+            entry["cert_expires"] = answer.cert_expires
+        if answer.tls_warnings:
+            entry["warnings"] = list(answer.tls_warnings)
         chain.append(entry)
         if answer.blocked is not None:
-            entry["block"] = answer.blocked
-            return Finish(
-                error="blocked",
-                error_message=f"{answer.blocked} (status {status}) on every proxy tried",
-            )
+            return _wall(entry, answer)
         if answer.location is not None and any(
             other != answer.location for other in answer.extra_locations
         ):
@@ -133,9 +139,15 @@ class ChainRules:
             return self._follow(chain, entry, refresh.target, base=refresh.base)
         return Finish(meta_refresh=refresh.resolved(), final_page=answer.final_page())
 
-    def on_failure(self, chain: list[Hop], url: str, kind: str, message: str) -> Finish:
-        """A hop ended without a response (``kind`` from urlcheck.crawl.failures)."""
-        chain.append(hop(url, error=kind))
+    def on_failure(
+        self, chain: list[Hop], url: str, kind: str, message: str, warnings: tuple[str, ...] = ()
+    ) -> Finish:
+        """A hop ended without a response (``kind`` from urlcheck.crawl.failures); ``warnings``:
+        why a certificate was refused (URLCHECK_TLS=strict)."""
+        entry = hop(url, error=kind)
+        if warnings:
+            entry["warnings"] = list(warnings)
+        chain.append(entry)
         return Finish(error=kind, error_message=message)
 
     def on_location_too_long(
@@ -163,7 +175,7 @@ class ChainRules:
         except InvalidURL as exc:
             entry["location"] = raw
             if exc.warnings:
-                entry["warnings"] = list(exc.warnings)
+                entry.setdefault("warnings", []).extend(exc.warnings)
             return Finish(error=exc.code, error_message=str(exc))
         target = resolved.url
         entry["location"] = target
@@ -171,7 +183,7 @@ class ChainRules:
         if raw is not None and raw != target:
             entry["location_raw"] = raw
         if resolved.warnings:
-            entry["warnings"] = list(resolved.warnings)
+            entry.setdefault("warnings", []).extend(resolved.warnings)
         if any(earlier["url"] == target for earlier in chain):
             return Finish(loop=True)
         if len(chain) > self.max_hops:
@@ -199,6 +211,21 @@ def _shortened(text: str, keep: int = 200) -> str:
     if len(text) <= keep:
         return text
     return f"{text[:keep]}... ({len(text):,} characters)"
+
+
+def _wall(entry: Hop, answer: Answer) -> Finish:
+    """A bot wall's page is not the site's answer: the row ends ``blocked``, with the vendor."""
+    assert answer.blocked is not None
+    kind, _, signature = answer.blocked.partition(":")
+    vendor = vendor_of(signature) or GENERIC_WALL
+    entry["block"] = answer.blocked
+    entry["vendor"] = vendor
+    by = "" if vendor == GENERIC_WALL else f" by {vendor}"
+    where = "on every proxy tried" if answer.proxied else "answered, not the site"
+    return Finish(
+        error="blocked",
+        error_message=f"{answer.blocked} (status {answer.status}): a {kind} page{by} {where}",
+    )
 
 
 def too_long(url: str, limit: int) -> str:

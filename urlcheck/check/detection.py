@@ -29,6 +29,7 @@ __all__ = [
     "Signature",
     "detect",
     "header_map",
+    "vendor_of",
 ]
 
 Kind = Literal["captcha", "block"]
@@ -426,6 +427,15 @@ def detect(status: int, headers: Mapping[str, str], body: bytes, url: str = "") 
         if signature.test(view):
             return Detection(signature.kind, signature.vendor, signature.name)
     return NOT_DETECTED
+
+
+def vendor_of(signature: str) -> str | None:
+    """The vendor of the signature named ``signature`` (None for generic pages and unknown
+    names): a hop's ``captcha:<signature>`` mark read back."""
+    for known in SIGNATURES:
+        if known.name == signature:
+            return known.vendor
+    return None
 
 
 def header_map(

@@ -15,9 +15,13 @@ class Hop(TypedDict):
     ms: int | None
     kind: str | None
     error: NotRequired[str]  # set on a hop that failed without a response
-    block: NotRequired[str]  # "captcha:<vendor>" / "block:<vendor>" when every proxy was blocked
+    # "captcha:<signature>" / "block:<signature>": a bot wall answered, not the site
+    block: NotRequired[str]
+    vendor: NotRequired[str]  # the wall's vendor ("cloudflare", "akamai", ...; "generic")
     location_raw: NotRequired[str]  # the Location as sent, when it differs from ``location``
-    warnings: NotRequired[list[str]]  # "location_backslash", ... (urlcheck.check.urls), when any
+    # "location_backslash", ... (urlcheck.check.urls), "tls_self_signed", ... (urlcheck.check.tls)
+    warnings: NotRequired[list[str]]
+    cert_expires: NotRequired[str]  # an https hop: its certificate's notAfter (ISO 8601 UTC)
 
 
 def hop(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from urlcheck.check.audit import CHECKS, chain_findings
 from urlcheck.check.finalpage import page_findings
+from urlcheck.check.tls import CERTIFICATE_INVALID, tls_invalid
 from urlcheck.check.verdict import VerdictRules, judge
 from urlcheck.clock import utc_iso
 
@@ -139,9 +140,13 @@ def build_result(
             found += page_findings(
                 final_page, final_url, ignore_trailing_slash=rules.ignore_trailing_slash
             )
+    if tls_invalid(warned):  # a certificate a browser refuses, on any hop (even a refused one)
+        found.append(CERTIFICATE_INVALID)
+    # A bot wall's page is not the site's answer: a wall on the first hop says nothing of it.
+    judged_first = first if first is not None and "block" not in first else None
     verdict = judge(
         expected=task.expected,
-        first_status=first["status"] if first else None,
+        first_status=judged_first["status"] if judged_first else None,
         final_url=final_url,
         final_status=final_status,
         hops=hops,

@@ -11,10 +11,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
+
+from cryptography import x509
 
 from urlcheck.check.addressguard import AddressPolicy
 from urlcheck.check.audit import CHECKS, AuditRules, Level, level_of
+from urlcheck.check.tls import TLS_MODES, TLSConfig, TLSMode
 from urlcheck.config.access import SiteAccess
 from urlcheck.config.proxies import ProxySettings
 from urlcheck.config.reader import ConfigError, SettingsReader
@@ -233,6 +236,7 @@ class UrlcheckConfig:
     excel_delimiter: str = ";"  # -o FILE.csv:excel
     recheck: Recheck | None = None  # -a recheck=...: rows of the job to check again
     access: SiteAccess = field(default_factory=SiteAccess)  # headers, cookies, auth per host
+    tls: TLSConfig = field(default_factory=TLSConfig)  # URLCHECK_TLS, URLCHECK_CA_BUNDLE
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> UrlcheckConfig:
@@ -252,7 +256,27 @@ class UrlcheckConfig:
             excel_delimiter=excel_delimiter(settings),
             recheck=_recheck(read.text("URLCHECK_RECHECK", "")),
             access=SiteAccess.from_settings(settings),
+            tls=tls_config(read),
         )
+
+
+def tls_config(read: SettingsReader) -> TLSConfig:
+    mode = cast("TLSMode", read.choice("URLCHECK_TLS", "check", TLS_MODES))
+    bundle = read.text("URLCHECK_CA_BUNDLE", "").strip()
+    if not bundle:
+        return TLSConfig(mode)
+    path = Path(bundle).expanduser()
+    try:
+        certificates = x509.load_pem_x509_certificates(path.read_bytes())
+    except OSError as exc:
+        raise ConfigError(f"setting URLCHECK_CA_BUNDLE: cannot read {bundle!r} ({exc})") from None
+    except ValueError:
+        certificates = []
+    if not certificates:
+        raise ConfigError(
+            f"setting URLCHECK_CA_BUNDLE: {bundle!r} holds no PEM certificate"
+        ) from None
+    return TLSConfig(mode, path)
 
 
 def _recheck(text: str) -> Recheck | None:

@@ -35,6 +35,9 @@ SETTING_KEYS = frozenset({
     "check_redirect_to_home", "check_many_to_one", "many_to_one_rows", "many_to_one_share",
     "check_redirect_chain", "check_temporary_redirect_in_chain", "check_https_downgrade",
     "check_host_round_trip", "check_noindex", "check_canonical_mismatch", "check_nofollow",
+    "check_tls_certificate_invalid",
+    # certificates (docs/urls-and-verdicts.md)
+    "tls", "ca_bundle",
     # what a site asks of its visitors
     "headers", "cookies", "auth",
     # output, the terminal

@@ -1,5 +1,5 @@
 """Scrapy's HTTP/1.1 download handler with the address guard (:mod:`urlcheck.check.addressguard`) on
-the connection itself.
+the connection itself, and certificates verified as a browser does (:mod:`urlcheck.crawl.tlscheck`).
 
 The guard cannot judge a URL by its name: a name can resolve to 169.254.169.254, and resolve
 differently the next time (DNS rebinding). So this handler connects through its own endpoint,
@@ -48,6 +48,7 @@ from urlcheck.check.addressguard import AddressPolicy, IPAddress, literal_addres
 from urlcheck.crawl import meta as m
 from urlcheck.crawl.responsehead import AnswerError, client_factory
 from urlcheck.crawl.runtime import runtime
+from urlcheck.crawl.tlscheck import CertificateLedger, CheckingContextFactory
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from twisted.internet.interfaces import IAddress, IHostResolution
     from twisted.internet.protocol import Protocol
     from twisted.web.client import URI
+    from twisted.web.iweb import IPolicyForHTTPS
 
 logger = logging.getLogger(__name__)
 
@@ -219,9 +221,16 @@ class GuardedHTTPDownloadHandler(HTTP11DownloadHandler):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        config = runtime(crawler).config
-        self.policy = config.addresses
-        self._pool._factory = client_factory(config.check.max_url_length)
+        rt = runtime(crawler)
+        self.policy = rt.config.addresses
+        self._pool._factory = client_factory(rt.config.check.max_url_length)
+        # Certificates as a browser sees them (urlcheck.crawl.tlscheck), unless the project set
+        # a context factory of its own.
+        if crawler.settings["DOWNLOADER_CLIENTCONTEXTFACTORY"] == "SENTINEL":
+            if rt.certificates is None:
+                rt.certificates = CertificateLedger()
+            checking = CheckingContextFactory(self._contextFactory, rt.config.tls, rt.certificates)
+            self._contextFactory = cast("IPolicyForHTTPS", checking)
         self._pools: dict[tuple[bool, tuple[str, int] | None], HTTPConnectionPool] = {}
 
     def pool_for(

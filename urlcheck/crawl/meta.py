@@ -23,7 +23,9 @@ AFTER_PUBLIC = "urlcheck_after_public"
 GUARD_CONTEXT = (AFTER_PUBLIC,)
 # host:port of the proxy a request went through, for the result (never credentials).
 PROXY = "urlcheck_proxy"
-# "captcha:<vendor>" or "block:<vendor>" when every proxy tried met a captcha or block.
+# "captcha:<signature>" or "block:<signature>" when the hop met a bot wall: every proxy tried
+# met a captcha or block (urlcheck.middlewares.proxy), or the direct request did
+# (urlcheck.middlewares.walls).
 BLOCKED = "urlcheck_blocked"
 # A probe: send through this proxy id, without a lease (urlcheck.extensions.proxyprobes).
 PROBE_PROXY = "urlcheck_probe_proxy"

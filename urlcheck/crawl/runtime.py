@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from urlcheck.cluster.frontier import JobHost
     from urlcheck.crawl.requests import RowRequests
     from urlcheck.crawl.terminal import Terminal
+    from urlcheck.crawl.tlscheck import CertificateLedger
     from urlcheck.crawl.writefailure import WriteFailure
     from urlcheck.input.feeder import HostFeeder
     from urlcheck.input.kind import Source
@@ -77,6 +78,8 @@ class Runtime:
         self.terminal: Terminal | None = None
         # Set at the first write of results or job files that failed (urlcheck.crawl.writefailure).
         self.write_failure: WriteFailure | None = None
+        # Set by the download handler: what each https connection's certificate check found.
+        self.certificates: CertificateLedger | None = None
 
     @property
     def results_path(self) -> Path | None:

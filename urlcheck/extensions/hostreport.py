@@ -15,6 +15,9 @@ run starts at the pace the last one ended with instead of taking a new 429 to le
 In a distributed job, the coordinator's report is the whole job's, read from Redis in one call:
 every host any process slowed, paused or gave up on, with the 429s and back-off time of all of
 them (a total, not added up again on a restart). A worker's shows what it met itself.
+
+The log block also names the hosts whose rows a bot wall answered (``blocked``), with the count
+of rows: this run's, in this process.
 """
 
 from __future__ import annotations
@@ -22,11 +25,14 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import signals
 
+from urlcheck.check.result import Result
+from urlcheck.check.urls import host_key
 from urlcheck.crawl.runtime import runtime
 from urlcheck.crawl.writefailure import write_failed
 from urlcheck.jobs.errors import JobFileError
@@ -50,13 +56,19 @@ class HostReport:
     def __init__(self, crawler: Crawler, backoff: HostBackoff) -> None:
         self.crawler = crawler
         self.backoff = backoff
+        self.walls: Counter[str] = Counter()  # rows a bot wall answered, by host (this run)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         extension = cls(crawler, runtime(crawler).backoff)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(extension.item_scraped, signal=signals.item_scraped)
         return extension
+
+    def item_scraped(self, item: object) -> None:
+        if isinstance(item, Result) and item.error == "blocked" and item.chain:
+            self.walls[host_key(item.chain[-1]["url"])] += 1
 
     def spider_opened(self) -> None:
         """Start each host at the pace the job's last run ended with (one process: a distributed
@@ -130,9 +142,14 @@ class HostReport:
         for host, entry in hosts.items():
             if entry["too_fast"]:
                 stats.set_value(f"urlcheck/pace/delay/{host}", entry["delay"])
-        if not hosts:
+        walls = [f"{h} {n}" for h, n in sorted(self.walls.items(), key=lambda i: (-i[1], i[0]))]
+        if not hosts and not walls:
             return
         lines = ["urlcheck hosts:"]
+        if walls:
+            more = f" and {len(walls) - 20} more" if len(walls) > 20 else ""
+            shown = ", ".join(walls[:20]) + more
+            lines.append(f"  bot walls (rows answered by a captcha or block page): {shown}")
         down = [h for h, e in hosts.items() if e["unavailable"]]
         if down:
             lines.append("  unavailable (rows recorded as host_unavailable): " + ", ".join(down))
@@ -150,7 +167,7 @@ class HostReport:
             lines.append("  time in back-off: " + ", ".join(paused))
         logger.info("\n".join(lines))
         jobdir = self.crawler.settings.get("JOBDIR")
-        if jobdir:
+        if jobdir and hosts:
             try:
                 write_hosts(Path(jobdir), hosts, totals=totals)
             except OSError as exc:  # a full disk: one line, not a traceback

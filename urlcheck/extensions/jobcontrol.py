@@ -74,6 +74,7 @@ def effective_settings(crawler: Crawler) -> dict[str, Any]:
         **check.audit.setting_values(),
         "URLCHECK_MANY_TO_ONE_ROWS": check.audit.many_to_one_rows,
         "URLCHECK_MANY_TO_ONE_SHARE": check.audit.many_to_one_share,
+        "URLCHECK_TLS": config.tls.mode,  # whether certificates were verified at all
         "URLCHECK_BACKOFF_BASE": backoff.base,
         "URLCHECK_BACKOFF_MAX": backoff.maximum,
         "URLCHECK_BACKOFF_RETRIES": backoff.retries,

@@ -3,7 +3,9 @@
 A row's warnings (``temporary_redirect`` when only warned of, the Location warnings of its hops)
 are counted once per row: ``urlcheck/warning/location_backslash`` is the rows that met one.
 ``many_to_one`` needs every row: it is counted when the crawl closes, over this run's rows
-(docs/urls-and-verdicts.md section 9.1), and its landing URLs listed in the summary."""
+(docs/urls-and-verdicts.md section 9.1), and its landing URLs listed in the summary.
+Rows a bot wall answered (``blocked``) are counted by the wall's vendor:
+``urlcheck/blocked/cloudflare``."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING, Self
 
 from scrapy import signals
 
+from urlcheck.check.chain import GENERIC_WALL
 from urlcheck.check.manytoone import LandingTally, expected_reached
 from urlcheck.check.printable import printable
 from urlcheck.check.result import Result, status_class
@@ -61,6 +64,8 @@ class Summary:
             inc("urlcheck/loops")
         if item.error:
             inc(f"urlcheck/error/{item.error}")
+            if item.error == "blocked":
+                inc(f"urlcheck/blocked/{wall_vendor(item)}")
         if item.verdict:
             inc(f"urlcheck/verdict/{item.verdict}")
             for reason in item.reasons:
@@ -86,6 +91,7 @@ class Summary:
             ("verdicts", "urlcheck/verdict/"),
             ("failed checks", "urlcheck/reason/"),
             ("errors", "urlcheck/error/"),
+            ("bot walls (rows)", "urlcheck/blocked/"),
             ("warnings (rows)", "urlcheck/warning/"),
         ):
             found = sorted((k[len(prefix) :], v) for k, v in stats.items() if k.startswith(prefix))
@@ -106,3 +112,9 @@ class Summary:
             )
         self.block = "\n".join(lines)
         logger.info("%s", self.block)
+
+
+def wall_vendor(item: Result) -> str:
+    """The vendor of the wall a ``blocked`` row ended on (its last hop names it)."""
+    last = item.chain[-1] if item.chain else None
+    return (last.get("vendor") if last is not None else None) or GENERIC_WALL

@@ -25,6 +25,7 @@ from urlcheck.reports.source import HostInfo
 CHAIN_BUCKETS = 10  # chain lengths 0..9 hops, then "10+"
 MANY_TO_ONE_SHOWN = 50  # landing URLs listed
 UNAVAILABLE = "host_unavailable"  # the error kind of rows given up on a host that is down
+BLOCKED = "blocked"  # the error kind of rows a bot wall answered
 
 
 @dataclass(slots=True)
@@ -49,6 +50,7 @@ class HostRow:
     delay: float | None  # learned delay (hosts.json), seconds
     unavailable: bool
     backoff_seconds: float | None = None  # time in back-off (hosts.json)
+    walls: int = 0  # rows a bot wall answered (error "blocked")
 
 
 @dataclass(slots=True)
@@ -124,6 +126,7 @@ class ReportData:
     input_rows: int | None = None  # rows in the job's input, checked or not
     warnings: list[tuple[str, int]] = field(default_factory=list)  # rows warned of each check
     many_to_one: list[ManyToOneRow] = field(default_factory=list)
+    wall_rows: int = 0  # rows a bot wall answered (error "blocked"), over every host
 
     @property
     def failing_shown(self) -> int:
@@ -135,7 +138,16 @@ class ReportData:
 
 
 class _Host:
-    __slots__ = ("errors", "ms", "ms_seen", "retries", "retry_after", "rows", "unavailable")
+    __slots__ = (
+        "errors",
+        "ms",
+        "ms_seen",
+        "retries",
+        "retry_after",
+        "rows",
+        "unavailable",
+        "walls",
+    )
 
     def __init__(self) -> None:
         self.rows = 0
@@ -145,6 +157,7 @@ class _Host:
         self.ms = array("I")
         self.ms_seen = 0
         self.unavailable = False
+        self.walls = 0
 
 
 def failed_checks(result: dict[str, Any], *, detail: bool = True) -> list[str]:
@@ -293,6 +306,8 @@ class Aggregate:
                 stats.errors += 1
                 if error == UNAVAILABLE:
                     stats.unavailable = True
+                elif error == BLOCKED:
+                    stats.walls += 1
         for entry in chain:
             kind = entry.get("kind")
             if kind:
@@ -365,6 +380,7 @@ class Aggregate:
                     delay=info.delay,
                     unavailable=stats.unavailable or info.unavailable,
                     backoff_seconds=info.backoff_seconds,
+                    walls=stats.walls,
                 )
             )
         # Unavailable hosts, then the slowest, then the busiest.
@@ -419,6 +435,7 @@ class Aggregate:
             hosts=hosts[: self.host_cap],
             hosts_total=len(hosts),
             unavailable_hosts=sum(1 for h in hosts if h.unavailable),
+            wall_rows=sum(h.walls for h in hosts),
             failing=failing,
             failing_total=self.failing_total,
             warnings=warnings.most_common(),

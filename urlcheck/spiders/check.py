@@ -13,17 +13,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import CloseSpider
 from scrapy.http import TextResponse
+from scrapy.utils.httpobj import urlparse_cached
 
 from urlcheck.check.addressguard import is_public
 from urlcheck.check.chain import Answer, ChainRules, Finish, Step, too_long
 from urlcheck.check.hops import Hop, RowTask, hop
 from urlcheck.check.result import Result
+from urlcheck.check.tls import hop_tls
 from urlcheck.check.urls import InvalidURL, host_key, input_host_and_key, normalise_input
 from urlcheck.config.crawlconfig import resolve_user_agent
 from urlcheck.config.reader import ConfigError
@@ -503,6 +506,7 @@ class CheckSpider(Spider):
         locations = response.headers.getlist(b"Location")
         status = response.status
         page = 200 <= status < 300  # only a 2xx final page is read for its indexing
+        tls_warnings, cert_expires = self._certificate(response)
         answer = Answer(
             url=response.url,
             status=status,
@@ -515,6 +519,9 @@ class CheckSpider(Spider):
             content_type=_header(response, b"Content-Type") if page else None,
             robots_headers=_headers(response, b"X-Robots-Tag") if page else (),
             link_headers=_headers(response, b"Link") if page else (),
+            proxied=bool(meta.get(m.PROXY)),
+            tls_warnings=tls_warnings,
+            cert_expires=cert_expires,
         )
         chain: list[Hop] = [*meta[m.CHAIN]]
         step = self.chain_rules.on_answer(meta[m.TASK], chain, answer)
@@ -540,8 +547,29 @@ class CheckSpider(Spider):
                 "internal_error",
                 f"urlcheck failed on this error ({type(exc).__name__}: {exc})",
             )
-        end = self.chain_rules.on_failure(chain, request.url, kind, message)
+        certificate = self._refused_certificate(request) if kind == "tls" else ()
+        if certificate:
+            message = (
+                f"certificate refused (URLCHECK_TLS=strict): {', '.join(certificate)}; "
+                "a browser shows an error page"
+            )
+        end = self.chain_rules.on_failure(chain, request.url, kind, message, certificate)
         return self._line(self.requests.finish(request, chain, end))
+
+    def _certificate(self, response: Response) -> tuple[tuple[str, ...], str | None]:
+        """An https hop's certificate check (urlcheck.check.tls): its warnings and expiry."""
+        ledger = self.runtime.certificates
+        check = None if ledger is None else ledger.of_response(response)
+        if check is None:
+            return (), None
+        warnings, expires = hop_tls(check, datetime.now(UTC))
+        return tuple(warnings), expires
+
+    def _refused_certificate(self, request: Request) -> tuple[str, ...]:
+        ledger = self.runtime.certificates
+        url = urlparse_cached(request)
+        check = None if ledger is None else ledger.refused(url.hostname or "", url.port or 443)
+        return () if check is None else tuple(check.problems)
 
     def _next(self, response: Response, chain: list[Hop], step: Step) -> Request | Result:
         if isinstance(step, Finish):
