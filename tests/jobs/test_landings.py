@@ -35,7 +35,7 @@ def tally_of(lines: list[bytes], rows: int, share: float) -> list[tuple[str, int
 
 
 def test_flags_what_the_reports_flag(tmp_path: Path) -> None:
-    lines = []
+    lines: list[bytes] = []
     # a.test: 12 rows to one catch-all (the rows rule), 8 to their own pages
     for i in range(1, 21):
         to = "https://new.test/all" if i <= 12 else f"https://new.test/p{i}"
@@ -47,7 +47,9 @@ def test_flags_what_the_reports_flag(tmp_path: Path) -> None:
         lines.append(line(len(lines) + 1, f"https://b.test/plain{i}", None))
     # c.test: 11 rows sent where their sheet says: asked for, not flagged
     for i in range(11):
-        lines.append(line(len(lines) + 1, f"https://c.test/{i}", "https://new.test/c", "https://new.test/c"))
+        lines.append(
+            line(len(lines) + 1, f"https://c.test/{i}", "https://new.test/c", "https://new.test/c")
+        )
     path = tmp_path / "results.jsonl"
     path.write_bytes(b"".join(lines))
 
@@ -63,7 +65,7 @@ def test_flags_what_the_reports_flag(tmp_path: Path) -> None:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_agrees_with_the_tally_on_random_jobs(tmp_path: Path, seed: int) -> None:
     rnd = random.Random(seed)
-    lines = []
+    lines: list[bytes] = []
     for row in range(1, 400):
         host = f"h{rnd.randrange(12)}.test"
         roll = rnd.random()
@@ -102,5 +104,40 @@ def test_meta_json_round_trip() -> None:
     assert JobMeta.from_dict(data).many_to_one is None
     # A hand-edited one is refused with its key named.
     data["many_to_one"] = {"urls": [{"url": "x", "rows": -1}]}
-    with pytest.raises(ValueError, match="many_to_one.urls.rows"):
+    with pytest.raises(ValueError, match=r"many_to_one\.urls\.rows"):
         JobMeta.from_dict(data)
+
+
+def test_a_resumed_run_keeps_the_last_judgement_until_it_has_read_as_far(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scrapy.utils.test import get_crawler
+
+    from urlcheck.config.crawlconfig import JobControlConfig
+    from urlcheck.extensions import jobcontrol
+    from urlcheck.jobs.context import JobContext
+
+    lines = [line(i, f"https://a{i}.test/", "https://new.test/") for i in range(1, 13)]
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(b"".join(lines))
+    monkeypatch.setattr(jobcontrol, "FEED_BUDGET", 1)  # a line a write
+    monkeypatch.setattr(jobcontrol, "JUDGE_EVERY", 0.0)
+    clock = iter(range(1000))
+    ext = jobcontrol.JobControl(
+        get_crawler(),
+        tmp_path,
+        JobControlConfig(),
+        monotonic=lambda: float(next(clock)),
+        many_to_one=(10, 50.0),
+    )
+    ext.context = JobContext(tmp_path, path, tmp_path / "in.csv", "", 12, 12)
+    last = ManyToOneSeen([("https://old.test/", 11)], 1, 11, 11)  # the last run's, 11 rows
+    ext.meta = JobMeta(many_to_one=last)
+    ext._landings = LandingHashes(10, 50.0)
+    for n in range(1, 11):
+        assert not ext._judge_landings(float(n))
+        assert ext.meta.many_to_one is last, n
+    assert ext._judge_landings(11.0)  # as far as the last run: its own judgement now
+    assert ext.meta.many_to_one == ManyToOneSeen([("https://new.test/", 11)], 1, 11, 11)
+    assert ext._judge_landings(12.0, closing=True)
+    assert ext.meta.many_to_one == ManyToOneSeen([("https://new.test/", 12)], 1, 12, 12)

@@ -38,7 +38,6 @@ from urlcheck.crawl.runtime import runtime
 from urlcheck.crawl.writefailure import write_failed
 from urlcheck.jobs.done import read_tail
 from urlcheck.jobs.errors import JobError
-from urlcheck.jobs.landings import LandingHashes
 from urlcheck.jobs.files import (
     META_FILE,
     BackoffHost,
@@ -47,6 +46,7 @@ from urlcheck.jobs.files import (
     JobMeta,
     JobState,
 )
+from urlcheck.jobs.landings import LandingHashes
 from urlcheck.jobs.progress import Heartbeat, RunRate
 from urlcheck.jobs.reserve import release_reserve
 from urlcheck.signals import job_paused, job_resumed

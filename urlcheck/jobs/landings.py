@@ -190,7 +190,10 @@ class LandingHashes:
                 counts[f] += 1
                 first.setdefault(f, offset)
         ranked = sorted(
-            ((n, _url_at(path, first[f]) or f"(row at byte {first[f]})") for f, n in counts.items()),
+            (
+                (n, _url_at(path, first[f]) or f"(row at byte {first[f]})")
+                for f, n in counts.items()
+            ),
             key=lambda x: (-x[0], x[1]),
         )
         return ManyToOneSeen(

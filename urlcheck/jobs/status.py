@@ -16,14 +16,16 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from urlcheck.check.printable import printable
 from urlcheck.clock import Reading, parse_utc_iso, utc_iso
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.done import read_tail, scan_results
 from urlcheck.jobs.files import RESULTS_FILE, STUCK_AFTER_DEFAULT, BackoffHost, JobMeta, JobState
-from urlcheck.jobs.landings import ManyToOneSeen
+
+if TYPE_CHECKING:
+    from urlcheck.jobs.landings import ManyToOneSeen
 
 STUCK_AFTER_SECONDS = STUCK_AFTER_DEFAULT
 
@@ -293,9 +295,8 @@ def _many_to_one(seen: ManyToOneSeen, done_rows: int) -> str:
         for url, n in seen.urls[:MANY_TO_ONE_SHOWN]
     )
     more = seen.landings - min(len(seen.urls), MANY_TO_ONE_SHOWN)
-    return (
-        f"{seen.rows:,} rows on {seen.landings:,} landing URL(s){over}: {shown}"
-        + (f"; and {more:,} more" if more > 0 else "")
+    return f"{seen.rows:,} rows on {seen.landings:,} landing URL(s){over}: {shown}" + (
+        f"; and {more:,} more" if more > 0 else ""
     )
 
 
