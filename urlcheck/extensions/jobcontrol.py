@@ -311,9 +311,11 @@ class JobControl:
         self.meta.started_at = utc_iso(wall)
         self.meta.finished_at = None
         self.meta.finish_reason = None
-        if self._many_to_one is None:
-            self.meta.many_to_one = None  # off this run: an older judgement is not current
-        else:
+        known = self.meta.many_to_one
+        if self._many_to_one is None or (known is not None and known.read_rows > context.done_rows):
+            # Off this run, or judged over lines the file no longer has: not current.
+            self.meta.many_to_one = None
+        if self._many_to_one is not None:
             self._landings = LandingHashes(*self._many_to_one)
         self.state = JobState.PAUSED if self.crawler.engine.paused else JobState.PROCESSING
         self._rate = RunRate(context.done_rows, now)
