@@ -28,7 +28,7 @@ __all__ = ["SHOWN", "LandingHashes", "ManyToOneSeen"]
 
 SHOWN = 20  # landing URLs kept in meta.json
 _URL_CHARS = 2048  # a landing URL as meta.json keeps it (a hostile site's can be huge)
-_CHUNK = 1 << 20
+_CHUNK = 1 << 16  # a small read buffer: the crawl reads the file beside its own tail reads
 _LINE_MAX = 1 << 24  # a line to read back longer than this is not read
 # The redirect count, as Result.to_json_line writes it (a string value escapes its quotes).
 _HOPS_RE = re.compile(rb', "hops": (0|[1-9][0-9]{0,5}), "chain": ')
