@@ -141,3 +141,19 @@ def test_a_resumed_run_keeps_the_last_judgement_until_it_has_read_as_far(
     assert ext.meta.many_to_one == ManyToOneSeen([("https://new.test/", 11)], 1, 11, 11)
     assert ext._judge_landings(12.0, closing=True)
     assert ext.meta.many_to_one == ManyToOneSeen([("https://new.test/", 12)], 1, 12, 12)
+
+
+def test_keeps_the_first_urls_and_counts_them_all(tmp_path: Path) -> None:
+    # 30 hosts, each sending its 3 redirected rows to a page of its own: 30 landings flagged.
+    lines = [
+        line(3 * h + i + 1, f"https://h{h}.test/{i}", f"https://new.test/h{h}")
+        for h in range(30)
+        for i in range(3)
+    ]
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(b"".join(lines))
+    hashes = LandingHashes(10, 50.0)
+    hashes.feed(path)
+    seen = hashes.result(path)
+    assert (seen.landings, seen.rows, len(seen.urls)) == (30, 90, 20)
+    assert seen.urls == tally_of(lines, 10, 50.0)[:20]

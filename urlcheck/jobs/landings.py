@@ -30,6 +30,7 @@ SHOWN = 20  # landing URLs kept in meta.json
 _URL_CHARS = 2048  # a landing URL as meta.json keeps it (a hostile site's can be huge)
 _CHUNK = 1 << 16  # a small read buffer: the crawl reads the file beside its own tail reads
 _LINE_MAX = 1 << 24  # a line to read back longer than this is not read
+_URL_READS = 200  # landing URLs read back from results.jsonl at most, to pick the SHOWN
 # The redirect count, as Result.to_json_line writes it (a string value escapes its quotes).
 _HOPS_RE = re.compile(rb', "hops": (0|[1-9][0-9]{0,5}), "chain": ')
 
@@ -161,24 +162,25 @@ class LandingHashes:
         """The flagged landing URLs so far; ``path`` (the file fed) gives back their URLs."""
         finals, hosts = self.finals, self.hosts
         flagged = set(_at_least(lambda: (f for f in finals if f), len(finals), self.rows_limit + 1))
+        # A (host, landing) pair as one number: two random 64-bit hashes XORed.
         pairs = _at_least(
-            lambda: (hash((h, f)) for h, f in zip(hosts, finals, strict=True) if f),
+            lambda: (h ^ f for h, f in zip(hosts, finals, strict=True) if f),
             len(finals),
             SHARE_FLOOR,
         )
         if pairs:
             # The candidates' hosts and their landings: another pass, now that they are few.
-            wanted: dict[int, list[int]] = {}
+            wanted: dict[int, set[int]] = {}
             for h, f in zip(hosts, finals, strict=True):
-                if f and hash((h, f)) in pairs:
-                    wanted.setdefault(h, []).append(f)
+                if f and h ^ f in pairs:
+                    wanted.setdefault(h, set()).add(f)
             redirected = dict.fromkeys(wanted, 0)
             for h in hosts:
                 if h in redirected:
                     redirected[h] += 1
             for h, landed in wanted.items():
-                for f in set(landed):
-                    n = pairs[hash((h, f))]
+                for f in landed:
+                    n = pairs[h ^ f]
                     if n * 100 > self.share * redirected[h]:
                         flagged.add(f)
         if not flagged:
@@ -189,11 +191,10 @@ class LandingHashes:
             if f in counts:
                 counts[f] += 1
                 first.setdefault(f, offset)
+        # The URLs of the most landed on are read back (ties past _URL_READS: the first landed).
+        top = sorted(counts, key=lambda f: (-counts[f], first[f]))[: max(limit, _URL_READS)]
         ranked = sorted(
-            (
-                (n, _url_at(path, first[f]) or f"(row at byte {first[f]})")
-                for f, n in counts.items()
-            ),
+            ((counts[f], _url_at(path, first[f]) or f"(the line at byte {first[f]})") for f in top),
             key=lambda x: (-x[0], x[1]),
         )
         return ManyToOneSeen(
