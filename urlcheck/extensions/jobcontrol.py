@@ -11,6 +11,12 @@ Intervals (the heartbeat, the rate) are measured on the monotonic clock; the wal
 stamps the times written down. ``last_activity_at`` goes with its monotonic reading and the
 boot id (urlcheck.clock), so ``scrapy job status`` and ``scrapy job run`` measure the job's
 silence on the monotonic clock: a wall clock step makes no healthy crawl stuck.
+
+meta.json's ``many_to_one`` is judged over the whole job's results.jsonl, read from its start
+(a resumed job's earlier rows a bounded part per write, the rest when the spider closes) into a
+compact :class:`~urlcheck.jobs.landings.LandingHashes`; judging costs a pass over the
+redirected rows, so it is repeated at most every :data:`JUDGE_EVERY` seconds (longer when it is
+slow), and once more at the close.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from urlcheck.jobs.files import (
     JobMeta,
     JobState,
 )
+from urlcheck.jobs.landings import LandingHashes
 from urlcheck.jobs.lock import held_since
 from urlcheck.jobs.progress import Heartbeat, RunRate
 from urlcheck.jobs.reserve import release_reserve
@@ -56,6 +63,12 @@ if TYPE_CHECKING:
     from urlcheck.jobs.context import JobContext
 
 logger = logging.getLogger(__name__)
+
+# many_to_one: a resumed job's earlier lines read per write (a 1M-row file in a few minutes),
+# and the shortest interval between judgements, which take at most ~5% of the time.
+FEED_BUDGET = 8 << 20
+JUDGE_EVERY = 10.0
+JUDGE_SHARE = 20
 
 
 def effective_settings(crawler: Crawler) -> dict[str, Any]:
@@ -104,6 +117,7 @@ class JobControl:
         *,
         clock: Clock = time.time,
         monotonic: Clock = time.monotonic,
+        many_to_one: tuple[int, float] | None = None,
     ) -> None:
         self.crawler = crawler
         self.jobdir = jobdir
@@ -123,13 +137,22 @@ class JobControl:
         self._last_write = -math.inf
         self._written_hosts: list[BackoffHost] = []
         self._effective: dict[str, Any] | None = None
+        self._many_to_one = many_to_one  # (rows, share), None: the check is off
+        self._landings: LandingHashes | None = None
+        self._judged_lines = -1  # lines the last judgement covered (-1: none yet)
+        self._judge_after = -math.inf
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         jobdir = crawler.settings.get("JOBDIR")
         if not jobdir:
             raise NotConfigured  # no JOBDIR, no job: nothing to warn about
-        extension = cls(crawler, Path(jobdir), runtime(crawler).config.jobs)
+        config = runtime(crawler).config
+        audit = config.check.audit
+        many_to_one = (
+            (audit.many_to_one_rows, audit.many_to_one_share) if audit.on("many_to_one") else None
+        )
+        extension = cls(crawler, Path(jobdir), config.jobs, many_to_one=many_to_one)
         connect = crawler.signals.connect
         connect(extension.spider_opened, signal=signals.spider_opened)
         connect(extension.spider_closed, signal=signals.spider_closed)
@@ -171,6 +194,10 @@ class JobControl:
             return
         now = self.monotonic()
         self._catch_up()
+        try:
+            self._judge_landings(now, closing=True)
+        except OSError:  # the job's state is written all the same
+            logger.exception("Job %s: could not judge many_to_one", self.jobdir)
         if reason == "cancelled":
             self.state = JobState.CANCELLED
         elif reason == "finished" and context.done_rows >= context.total_rows:
@@ -216,6 +243,7 @@ class JobControl:
             hosts = self._backoff_hosts()
             heartbeat = self._heartbeat.due(now, backoff=bool(hosts))
             changed = self._catch_up() or _host_keys(hosts) != _host_keys(self._written_hosts)
+            changed = self._judge_landings(now) or changed
             if changed or heartbeat:
                 self._write(now, hosts)
         except (OSError, JobError):
@@ -240,6 +268,28 @@ class JobControl:
         context.done_rows += tail.lines
         context.counts.merge(tail.counts)
         return True
+
+    def _judge_landings(self, now: float, *, closing: bool = False) -> bool:
+        """Read on in results.jsonl for many_to_one and judge it when due; True if meta.json's
+        ``many_to_one`` changed."""
+        landings, context, meta = self._landings, self.context, self.meta
+        if landings is None or context is None or meta is None:
+            return False
+        landings.feed(context.results_path, None if closing else FEED_BUDGET)
+        if landings.lines == self._judged_lines or not (closing or now >= self._judge_after):
+            return False
+        # A resumed job keeps the last run's judgement until this one has read as far.
+        known = meta.many_to_one
+        if not closing and known is not None and landings.lines < known.read_rows:
+            return False
+        started = self.monotonic()
+        seen = landings.result(context.results_path)
+        cost = self.monotonic() - started
+        self._judge_after = now + max(JUDGE_EVERY, JUDGE_SHARE * cost)
+        self._judged_lines = landings.lines
+        changed = seen != known
+        meta.many_to_one = seen
+        return changed
 
     def _find_context(self) -> JobContext | None:
         if self.context is None:
@@ -268,6 +318,12 @@ class JobControl:
         self.meta.started_at = utc_iso(wall)
         self.meta.finished_at = None
         self.meta.finish_reason = None
+        known = self.meta.many_to_one
+        if self._many_to_one is None or (known is not None and known.read_rows > context.done_rows):
+            # Off this run, or judged over lines the file no longer has: not current.
+            self.meta.many_to_one = None
+        if self._many_to_one is not None:
+            self._landings = LandingHashes(*self._many_to_one)
         self.state = JobState.PAUSED if self.crawler.engine.paused else JobState.PROCESSING
         self._rate = RunRate(context.done_rows, now)
         if self.state is JobState.PAUSED:

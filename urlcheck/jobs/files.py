@@ -21,6 +21,7 @@ from filelock import FileLock
 from urlcheck.clock import utc_iso
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.errors import JobFileError
+from urlcheck.jobs.landings import ManyToOneSeen
 from urlcheck.jobs.nofollow import no_link_at, open_nofollow, replace_temp
 
 if TYPE_CHECKING:
@@ -151,6 +152,9 @@ class JobMeta:
     stuck_after: float = STUCK_AFTER_DEFAULT
     rate: float | None = None
     backoff_hosts: list[BackoffHost] = field(default_factory=list)
+    # many_to_one over the job's rows as the crawl last judged it; None: not judged (the check
+    # is off, or an older urlcheck wrote this)
+    many_to_one: ManyToOneSeen | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -178,6 +182,7 @@ class JobMeta:
             "stuck_after": self.stuck_after,
             "rate": self.rate,
             "backoff_hosts": [host.to_dict() for host in self.backoff_hosts],
+            "many_to_one": None if self.many_to_one is None else self.many_to_one.to_dict(),
         }
 
     @classmethod
@@ -202,6 +207,7 @@ class JobMeta:
             not isinstance(monotonic, int | float) or isinstance(monotonic, bool)
         ):
             raise ValueError("last_activity_monotonic must be a number or null")
+        many = data.get("many_to_one")
         stuck_after = data.get("stuck_after", STUCK_AFTER_DEFAULT)
         if not isinstance(stuck_after, int | float) or isinstance(stuck_after, bool):
             raise ValueError("stuck_after must be a number")
@@ -232,6 +238,7 @@ class JobMeta:
                 BackoffHost(str(h["host"]), int(h["attempt"]), float(h["seconds_left"]))
                 for h in hosts
             ],
+            many_to_one=None if many is None else ManyToOneSeen.from_dict(many),
         )
 
     @classmethod

@@ -16,13 +16,16 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from urlcheck.check.printable import printable
 from urlcheck.clock import Reading, parse_utc_iso, utc_iso
 from urlcheck.jobs.counts import Counts
 from urlcheck.jobs.done import read_tail, scan_results
 from urlcheck.jobs.files import RESULTS_FILE, STUCK_AFTER_DEFAULT, BackoffHost, JobMeta, JobState
+
+if TYPE_CHECKING:
+    from urlcheck.jobs.landings import ManyToOneSeen
 
 STUCK_AFTER_SECONDS = STUCK_AFTER_DEFAULT
 
@@ -106,6 +109,7 @@ class JobStatus:
     finish_reason: str | None = None
     input_path: str = ""
     results_path: str = ""
+    many_to_one: ManyToOneSeen | None = None  # as the crawl's last meta.json write judged it
 
     @property
     def running(self) -> bool:
@@ -134,6 +138,7 @@ class JobStatus:
             "finish_reason": self.finish_reason,
             "input_path": self.input_path,
             "results_path": self.results_path,
+            "many_to_one": None if self.many_to_one is None else self.many_to_one.to_dict(),
         }
 
 
@@ -207,6 +212,7 @@ def derive_status(
         finish_reason=meta.finish_reason,
         input_path=meta.input_path,
         results_path=meta.results_path,
+        many_to_one=meta.many_to_one,
     )
 
 
@@ -265,12 +271,33 @@ def format_status(status: JobStatus) -> str:
         lines.append(f"  failed checks: {_tally(_by_count(status.counts.by_reason))}")
     if status.counts.by_warning:
         lines.append(f"  warnings:      {_tally(_by_count(status.counts.by_warning))}")
+    if status.many_to_one is not None:
+        lines.append(f"  many_to_one:   {_many_to_one(status.many_to_one, status.done_rows)}")
     if status.finished_at:
         lines.append(f"  finished:      {status.finished_at} ({status.finish_reason})")
     elif status.started_at:
         lines.append(f"  started:       {status.started_at}")
     # meta.json and the paths are a job directory's, which may come from anyone
     return "\n".join(printable(line) for line in lines)
+
+
+MANY_TO_ONE_SHOWN = 5  # landing URLs on the status line
+_URL_SHOWN = 200
+
+
+def _many_to_one(seen: ManyToOneSeen, done_rows: int) -> str:
+    """The flagged landing URLs and their rows; over how many rows, when not all done yet."""
+    over = f" (over the first {seen.read_rows:,} rows)" if seen.read_rows < done_rows else ""
+    if not seen.landings:
+        return f"none{over}"
+    shown = "; ".join(
+        f"{url[:_URL_SHOWN]}{'...' if len(url) > _URL_SHOWN else ''} ({n:,} rows)"
+        for url, n in seen.urls[:MANY_TO_ONE_SHOWN]
+    )
+    more = seen.landings - min(len(seen.urls), MANY_TO_ONE_SHOWN)
+    return f"{seen.rows:,} rows on {seen.landings:,} landing URL(s){over}: {shown}" + (
+        f"; and {more:,} more" if more > 0 else ""
+    )
 
 
 def _by_count(tally: dict[str, int], limit: int = 12) -> dict[str, int]:
