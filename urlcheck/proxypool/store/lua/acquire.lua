@@ -78,7 +78,7 @@ if chosen then
     redis.call('HSET', KEYS[9], key, chosen .. '\t' .. tostring(expires))
     redis.call('ZADD', KEYS[10], expires, key)
   end
-  lease = redis.call('HINCRBY', KEYS[1], 'lease_seq', 1)
+  lease = redis.call('HINCRBY', KEYS[1], 'lease_seq', '1')
   if lease == 1 then
     -- a new or emptied store: ids go on from the time in microseconds, so that a lease lent
     -- before a restart never shares its id with one lent after
@@ -89,7 +89,8 @@ if chosen then
   -- (%d: a Lua number past 1e14 would print in exponent form)
   redis.call('ZADD', KEYS[8], now + tonumber(ARGV[2]),
     string.format('%d', lease) .. ':' .. ARGV[6] .. ':' .. chosen)
-  redis.call('HINCRBY', KEYS[7], chosen, 1)
+  -- (a number argument costs the server a printf: '1' is sent as it is)
+  redis.call('HINCRBY', KEYS[7], chosen, '1')
 end
 local v, n = view_news(ARGV[7], ARGV[8], ARGV[12], KEYS[11])
 return {lease, chosen or '', lost, fallback, v, capped, n}
