@@ -402,7 +402,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, help="pairs per case (200,000; 10,000 on Redis)")
     parser.add_argument("--requests", type=int, default=60_000)
     parser.add_argument(
-        "--rounds", type=int, default=3, help="rounds of 1 against 4 processes (Redis)"
+        "--rounds", type=int, default=5, help="rounds of 1 against 4 processes (Redis)"
     )
     parser.add_argument(
         "--seconds", type=float, default=2.0, help="how long each process runs per round (Redis)"
@@ -443,7 +443,7 @@ def run(args: argparse.Namespace) -> None:
         )
         for label, config, sites, keys, fail in CASES
     ]
-    speedup = speedup_of_bound = fleet_max = None
+    speedup = speedup_of_bound = fleet_max = cpu_per_pair = None
     if shared:
         print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared machine)")
         pings = ping_rate(args.store, pairs)
@@ -455,11 +455,19 @@ def run(args: argparse.Namespace) -> None:
             f"{min(rate for rate, _, _ in figures) / bound:.2f} x that bound"
         )
         # Interleaved rounds, the median ratio: the load of a shared machine drifts.
-        ratios, of_bound = [], []
-        for _ in range(args.rounds):
-            one, _ = procs_rate(args.store, 1, args.seconds)
-            four, cpu = procs_rate(args.store, 4, args.seconds)
+        # Each round runs 1 and 4 processes back to back, in alternate orders (1 then 4, 4 then
+        # 1): a load that rises or falls through a round then favours neither side over the
+        # rounds, where with one order it favoured the same side every round.
+        ratios, of_bound, cpus = [], [], []
+        for index in range(args.rounds):
+            if index % 2:
+                four, cpu = procs_rate(args.store, 4, args.seconds)
+                one, _ = procs_rate(args.store, 1, args.seconds)
+            else:
+                one, _ = procs_rate(args.store, 1, args.seconds)
+                four, cpu = procs_rate(args.store, 4, args.seconds)
             ratios.append(four / one)
+            cpus.append(cpu)
             # What the CPUs allow: 4 processes can at best keep every CPU busy.
             bound = min(4.0, (os.cpu_count() or 1) / (cpu * one))
             of_bound.append(four / one / bound)
@@ -478,10 +486,11 @@ def run(args: argparse.Namespace) -> None:
         )
         speedup = round(statistics.median(ratios), 2)
         speedup_of_bound = round(statistics.median(of_bound), 2)
+        cpu_per_pair = round(1e6 * statistics.median(cpus))
         if args.rounds > 1:
             print(
                 f"  4 processes against 1, median of {args.rounds} rounds: {speedup:.2f} x, "
-                f"{speedup_of_bound:.2f} of what the CPUs allow"
+                f"{speedup_of_bound:.2f} of what the CPUs allow, {cpu_per_pair} us of CPU a pair"
             )
     else:
         print()
@@ -499,6 +508,9 @@ def run(args: argparse.Namespace) -> None:
                 "fleet_failures_to_bench": fleet_max,
                 # what the CPUs allow at the measured CPU cost of a pair: the store's own share
                 "procs4_of_cpu_bound": speedup_of_bound,
+                # CPU a pair at 4 processes, clients and server (median of the rounds): what
+                # the fleet's sharing costs, far less sensitive to the load than the speedup
+                "procs4_cpu_us_per_pair": cpu_per_pair,
                 # the machine is shared: CPU time tells the code's cost apart from the load
                 "pairs_per_cpu_s_min": round(min(cpu for _, _, cpu in figures)),
                 "load_average": round(os.getloadavg()[0], 1),

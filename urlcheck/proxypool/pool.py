@@ -379,11 +379,13 @@ class ProxyPool:
         books = self._books
         heard = self._store.inbox
         self._store.inbox = []
-        proxies = books.proxies
+        get, record = books.proxies.get, outcomes.record
         for proxy_id, site, code, latency, at in heard:
-            rec = proxies.get(proxy_id)
+            rec = get(proxy_id)
             if rec is not None:
-                events.extend(outcomes.record(books, rec, site, code, latency, at))
+                judged = record(books, rec, site, code, latency, at)
+                if judged:
+                    events.extend(judged)
 
     def _restore(self) -> None:
         """The store lost everything (a Redis restarted without persistence): register our

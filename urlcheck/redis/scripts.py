@@ -34,7 +34,8 @@ class Script:
 @cache
 def load_scripts(package: str, bare: frozenset[str] = frozenset()) -> Mapping[str, Script]:
     """Every script of `package`'s ``lua/`` folder by name, each after the folder's prelude
-    unless its name is in `bare`."""
+    unless its name is in `bare` (sent whole with every call: stripped of its comments and
+    indentation, which the server would otherwise read and hash each time)."""
     folder = resources.files(package).joinpath("lua")
     prelude = folder.joinpath(PRELUDE)
     shared = prelude.read_text("utf-8") if prelude.is_file() else ""
@@ -44,7 +45,14 @@ def load_scripts(package: str, bare: frozenset[str] = frozenset()) -> Mapping[st
             continue
         name = file.name.removesuffix(".lua")
         own = file.read_text("utf-8")
-        text = own if name in bare else shared + own
+        text = _stripped(own) if name in bare else shared + own
         sha = hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest()
         scripts[name] = Script(name, text, sha)
     return MappingProxyType(scripts)
+
+
+def _stripped(text: str) -> str:
+    """A script's text without its comment lines, indentation and blank lines (a line that
+    only starts with ``--`` is a comment; nothing else is touched)."""
+    lines = (line.strip() for line in text.splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("--")) + "\n"

@@ -32,7 +32,8 @@ if key ~= '' then
       local cap = redis.call('HGET', KEYS[6], held)
       if usable(held, cap) then
         if hard and full(held, cap) then
-          return {0, '', 0, 0, view(ARGV[7], ARGV[8]), 1, news(ARGV[12], KEYS[11])}
+          local v, n = view_news(ARGV[7], ARGV[8], ARGV[12], KEYS[11])
+          return {0, '', 0, 0, v, 1, n}
         end
         chosen = held
       else
@@ -40,7 +41,8 @@ if key ~= '' then
         if ARGV[11] == '1' then
           redis.call('HDEL', KEYS[9], key)
           redis.call('ZREM', KEYS[10], key)
-          return {0, '', 1, 0, view(ARGV[7], ARGV[8]), 0, news(ARGV[12], KEYS[11])}
+          local v, n = view_news(ARGV[7], ARGV[8], ARGV[12], KEYS[11])
+          return {0, '', 1, 0, v, 0, n}
         end
       end
     end
@@ -76,7 +78,7 @@ if chosen then
     redis.call('HSET', KEYS[9], key, chosen .. '\t' .. tostring(expires))
     redis.call('ZADD', KEYS[10], expires, key)
   end
-  lease = redis.call('HINCRBY', KEYS[1], 'lease_seq', 1)
+  lease = redis.call('HINCRBY', KEYS[1], 'lease_seq', '1')
   if lease == 1 then
     -- a new or emptied store: ids go on from the time in microseconds, so that a lease lent
     -- before a restart never shares its id with one lent after
@@ -87,7 +89,8 @@ if chosen then
   -- (%d: a Lua number past 1e14 would print in exponent form)
   redis.call('ZADD', KEYS[8], now + tonumber(ARGV[2]),
     string.format('%d', lease) .. ':' .. ARGV[6] .. ':' .. chosen)
-  redis.call('HINCRBY', KEYS[7], chosen, 1)
+  -- (a number argument costs the server a printf: '1' is sent as it is)
+  redis.call('HINCRBY', KEYS[7], chosen, '1')
 end
-return {lease, chosen or '', lost, fallback, view(ARGV[7], ARGV[8]), capped,
-        news(ARGV[12], KEYS[11])}
+local v, n = view_news(ARGV[7], ARGV[8], ARGV[12], KEYS[11])
+return {lease, chosen or '', lost, fallback, v, capped, n}
