@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+import time
 from collections import deque
 
 from urlcheck.proxypool import (
@@ -20,6 +21,7 @@ from urlcheck.proxypool import (
     Proxy,
     ProxyPool,
 )
+from urlcheck.proxypool.pool import LeaseCapReached
 from urlcheck.proxypool.store.redis import RedisStore
 
 from .sim import BLOCKED, OK, TIMEOUT, UNREACHABLE, proxy_urls
@@ -87,8 +89,13 @@ def bench(url: str) -> None:
 def sticky(url: str, key: str) -> None:
     """The proxy the key's session is on."""
     p = pool(url)
-    lease = p.acquire("site.test", key=key)
-    p.release(lease, OK)  # (a cap of 1: the other process's lease of the key waits for it)
+    for _ in range(500):  # a cap of 1: the other process's lease of the key is refused meanwhile
+        try:
+            lease = p.acquire("site.test", key=key)
+            break
+        except LeaseCapReached:
+            time.sleep(0.01)  # as a crawl does: it asks again later (docs/proxypool.md)
+    p.release(lease, OK)
     print(json.dumps({"proxy": lease.proxy.id}), flush=True)
 
 
@@ -133,8 +140,9 @@ def fleet(url: str, steps: int) -> None:
 
 def world(url: str, steps: int) -> None:
     """A world where the first proxy always times out (quarantined), the second becomes five
-    times slower halfway (degraded: a latency spike) and the third is blocked by one site (a
-    benched cell); after the traffic, waits for a line on stdin, then prints its snapshot.
+    times slower for the last quarter (degraded: a latency spike, judged before its norm
+    follows) and the third is blocked by one site (a benched cell); after the traffic, waits
+    for a line on stdin, then prints its snapshot.
 
     The first tenth of the traffic goes to the two sites that block nobody: the blocked proxy
     has worked elsewhere before a.test blocks it (a proxy whose only outcomes are failures is
@@ -152,7 +160,7 @@ def world(url: str, steps: int) -> None:
             outcome = TIMEOUT
         elif who == blocked and site == "a.test":
             outcome = BLOCKED
-        elif who == slow and step > steps // 2:
+        elif who == slow and step > 3 * steps // 4:
             outcome = Outcome(status=200, latency=1.5)
         else:
             outcome = OK

@@ -91,13 +91,10 @@ class ExcelCsvItemExporter(SafeCsvItemExporter):
         super().__init__(file, **kwargs)
 
 
-class XlsxItemExporter(BaseItemExporter):
-    """``-o results.xlsx``: an Excel workbook, streamed (:mod:`urlcheck.reports.xlsx`)."""
+class _WriterExporter(BaseItemExporter):
+    """A feed whose file a writer of result lines makes (``add`` each, ``close`` at the end)."""
 
-    def __init__(self, file: BinaryIO, **kwargs: Any) -> None:
-        super().__init__(dont_fail=True, **kwargs)
-        _restart(file)
-        self.writer = XlsxWriter(file)
+    writer: XlsxWriter | JUnitWriter
 
     def export_item(self, item: Any) -> None:
         result = as_dict(item)
@@ -106,6 +103,15 @@ class XlsxItemExporter(BaseItemExporter):
 
     def finish_exporting(self) -> None:
         self.writer.close()
+
+
+class XlsxItemExporter(_WriterExporter):
+    """``-o results.xlsx``: an Excel workbook, streamed (:mod:`urlcheck.reports.xlsx`)."""
+
+    def __init__(self, file: BinaryIO, **kwargs: Any) -> None:
+        super().__init__(dont_fail=True, **kwargs)
+        _restart(file)
+        self.writer = XlsxWriter(file)
 
 
 def _restart(file: BinaryIO) -> None:
@@ -140,17 +146,9 @@ class MarkdownItemExporter(BaseItemExporter):
         self.file.write(render_markdown(self.aggregate.finish()).encode("utf-8"))
 
 
-class JUnitItemExporter(BaseItemExporter):
+class JUnitItemExporter(_WriterExporter):
     """``-o junit.xml:junit``: one testcase per row with an expected target (docs/reports.md)."""
 
     def __init__(self, file: BinaryIO, **kwargs: Any) -> None:
         super().__init__(dont_fail=True, **kwargs)
         self.writer = JUnitWriter(file)
-
-    def export_item(self, item: Any) -> None:
-        result = as_dict(item)
-        if isinstance(result.get("row"), int):
-            self.writer.add(result)
-
-    def finish_exporting(self) -> None:
-        self.writer.close()

@@ -169,7 +169,9 @@ class JobControl:
         # this crawl was starting: `scrapy job pause` sees the lock held) is for it.
         control = self._read_control()
         since = held_since(self.jobdir)
-        if control is not None and since is not None and _written_at(control) >= since:
+        # (control.json's time is cut to the millisecond: one written in the lock's own
+        # millisecond is this run's)
+        if control is not None and since is not None and _written_at(control) >= since - 0.001:
             control = None
         self._last_control = control
         self._find_context()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from urlcheck.input.errors import InputError
-from urlcheck.input.files import open_input, read_head
+from urlcheck.input.files import ReopenedInput, open_input, read_head
 from urlcheck.input.lines import CHUNK, MAX_LINE, UNREAD, Feed, Lines, physical_lines
 from urlcheck.input.record import TOO_LONG, Record
 from urlcheck.input.sniff import (
@@ -70,7 +70,7 @@ def _sha256(f: io.BufferedReader) -> str:
     return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-class CsvSource:
+class CsvSource(ReopenedInput):
     """One CSV file of URLs: sniffed on construction, then streamed with ``records()``."""
 
     kind = "csv"
@@ -247,23 +247,6 @@ class CsvSource:
         """SHA-256 (hex) of the file's bytes, read in chunks (see :func:`sha256_file`)."""
         with self._open() as f:
             return _sha256(f)
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-
-    def __enter__(self) -> CsvSource:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        # read_at keeps one handle open across calls; never leave it to a ResourceWarning.
-        handle = getattr(self, "_handle", None)
-        if handle is not None:
-            handle.close()
 
     # --- reading the head -------------------------------------------------------------------------
 

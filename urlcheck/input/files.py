@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import stat
 from pathlib import Path
+from typing import Self
 
 from urlcheck.input.errors import InputError
 from urlcheck.input.sniff import SAMPLE_BYTES
@@ -61,3 +62,27 @@ def _is_dir(path: Path) -> bool:
         return path.is_dir()
     except OSError:
         return False
+
+
+class ReopenedInput:
+    """An input read again at offsets (``read_at``): one handle kept open across calls, closed
+    by :meth:`close`, the ``with`` block, or at the latest when the reader is collected (never
+    left to a ResourceWarning)."""
+
+    _handle: io.BufferedReader | None = None
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            handle.close()

@@ -14,7 +14,7 @@ from contextlib import closing
 from pathlib import Path
 
 from urlcheck.input.errors import InputError
-from urlcheck.input.files import open_input, read_head
+from urlcheck.input.files import ReopenedInput, open_input, read_head
 from urlcheck.input.lines import CHUNK, physical_lines
 from urlcheck.input.record import Record
 from urlcheck.input.sniff import WHITESPACE, line_decoder, sniff_encoding, transcoded
@@ -29,7 +29,7 @@ def list_entry(line: str) -> str | None:
     return text if text and not text.startswith("#") else None
 
 
-class ListSource:
+class ListSource(ReopenedInput):
     """One list of URLs: ``records()`` streams it, ``read_at`` reads one line again."""
 
     kind = "list"
@@ -86,19 +86,3 @@ class ListSource:
         self._handle.seek(offset - unit)
         before = self._handle.read(unit).decode(self._codec or "latin-1", "replace")
         return before in ("\n", "\r")
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-
-    def __enter__(self) -> ListSource:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        handle = getattr(self, "_handle", None)
-        if handle is not None:
-            handle.close()
