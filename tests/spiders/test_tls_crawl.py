@@ -141,3 +141,22 @@ async def test_off_keeps_the_old_behaviour_and_the_system_store_knows_no_private
     # Without URLCHECK_CA_BUNDLE the test CA is nobody's: the good certificate is unknown.
     checked, _ = await crawl(_csv(tmp_path / "in2.csv", rows[1:]), tmp_path / "on.jsonl", **FAST)
     assert checked[0]["chain"][0]["warnings"] == ["tls_unknown_ca"]
+
+
+@deferred_f_from_coro_f
+async def test_an_https_page_redirecting_to_http_is_a_downgrade(tls, site, tmp_path):
+    """The audit's `https_downgrade` (fail by default) end to end: a trusted https page whose
+    301 sends the browser to http. Without an expected target it only warns."""
+    good = tls["servers"]["good"]
+    plain = site.url("127.0.0.2", "/ok")
+    down = good.url("/redirect?to=" + quote(plain, safe=""))
+    rows = [(down, plain), (down, "")]
+    results, _ = await crawl(
+        _csv(tmp_path / "in.csv", rows), tmp_path / "out.jsonl", **FAST,
+        URLCHECK_CA_BUNDLE=str(tls["bundle"]),
+    )  # fmt: skip
+    by_row = _by_row(results)
+    assert [hop["status"] for hop in by_row[1]["chain"]] == [301, 200]
+    assert by_row[1]["final_url"] == plain and by_row[1]["verdict"] == "fail"
+    assert by_row[1]["reasons"] == ["https_downgrade"]
+    assert by_row[2]["verdict"] is None and "https_downgrade" in by_row[2]["warnings"]
