@@ -189,9 +189,12 @@ def test_four_processes_bench_a_proxy_that_always_times_out_within_6_failures(
     alone (3 of the last 5), plus those already in flight; the issue measured 14-18 before."""
     procs = [start(server.url, "fleet", "400") for _ in range(4)]
     go(procs)
+    for proc in procs:  # on a busy machine one process can end before another has started
+        assert first_line(proc) == {"done": True}
+    tell(procs)
     results = [first_line(p) for p in procs]
     assert [finish(p) for p in procs] == [0, 0, 0, 0]
-    assert all(r["state"] == "quarantined" for r in results)  # every process sees it
+    assert all(r["state"] == "quarantined" for r in results), results  # every process sees it
     failures = sum(int(r["failures"]) for r in results)  # type: ignore[call-overload]
     assert 3 <= failures <= 6
 

@@ -117,8 +117,9 @@ def ready() -> None:
 
 
 def fleet(url: str, steps: int) -> None:
-    """Traffic with two leases in flight, where the first proxy always times out; prints how
-    many of its requests failed here, and the state this process sees at the end."""
+    """Traffic with two leases in flight, where the first proxy always times out; once told
+    that every process is done, prints how many of its requests failed here, and the state
+    this process sees."""
     p = fleet_pool(url)
     dead = Proxy.parse(proxy_urls(PROXIES)[0]).id  # (the books' order is the store's)
     rng = random.Random()
@@ -134,6 +135,8 @@ def fleet(url: str, steps: int) -> None:
     for lease in inflight:
         failures += lease.proxy.id == dead
         p.release(lease, TIMEOUT if lease.proxy.id == dead else OK)
+    print(json.dumps({"done": True}), flush=True)
+    sys.stdin.readline()  # every process is done: a process that ran ahead sees the others' too
     states = {x["id"]: x["state"] for x in p.snapshot()["proxies"]}
     print(json.dumps({"dead": dead, "failures": failures, "state": states[dead]}), flush=True)
 
