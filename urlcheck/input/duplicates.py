@@ -7,13 +7,13 @@ the first row with that URL has its line, its copies are released and each gets 
 judged against its own expected target (the spider adds ``duplicate_of_row_N`` to their notes).
 Reference: README "Output" and docs/jobs.md ("Rows with the same URL").
 
-Compact, as the feeder is: while the rows are indexed, 8 bytes a row (the URL's hash, in the
-feeder's order); then two passes over those hashes with two small bitmaps find the hashes seen
-more than once, and only those go into a dict. A million distinct URLs cost ~12 MB for a
-moment and nothing after; what is kept is a bit per row and 24 bytes per copy (its row, its
+Compact, as the feeder is: while the rows are indexed, 4 bytes a row (32 bits of the URL's
+hash, in the feeder's order); then two passes over those hashes with two small bitmaps find the
+hashes seen more than once, and only those go into a dict. A million distinct URLs cost ~8 MB
+for a moment and nothing after; what is kept is a bit per row and 24 bytes per copy (its row, its
 offset in the file, the next copy of the same URL), plus an entry per URL that has copies.
-Two URLs can share a 64-bit hash: the caller compares the URLs when it releases a copy, and
-checks a mismatched row on its own.
+Two URLs can share those 32 bits (a million rows: about a hundred pairs): the caller compares
+the URLs when it releases a copy, and checks a mismatched row on its own.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ _STEP = 50_000  # rows between the resolve pass's pauses (the event loop stays r
 
 class SameURL:
     def __init__(self, key: Callable[[str], int] = hash) -> None:
-        self._key = key  # a URL's 64-bit hash (tests give one that collides)
-        self._hashes = array("q")  # per row indexed, in the feeder's order; dropped by resolve()
+        self._key = key  # a URL's hash, 32 bits of it kept (tests give one that collides)
+        # Per row indexed, in the feeder's order; dropped by resolve(). 4 bytes a row: a shared
+        # hash only makes a candidate, and the URLs are compared when a copy is released.
+        self._hashes = array("I")
         self._copy_bits = bytearray()  # per row number: a copy, not fed
         self._rows = array("q")  # per copy: its row, its byte offset, the next copy (or -1)
         self._offsets = array("q")
@@ -37,12 +39,12 @@ class SameURL:
 
     def add(self, requested_url: str) -> None:
         """The next row given to the feeder asks for ``requested_url``."""
-        self._hashes.append(self._key(requested_url))
+        self._hashes.append(self._key(requested_url) & 0xFFFFFFFF)
 
     def resolve(self, rows: array[int], offsets: array[int]) -> Iterator[None]:
         """Find the copies among the rows indexed (``rows`` and ``offsets`` in the order of
         :meth:`add`); a generator that pauses every few thousand rows."""
-        hashes, self._hashes = self._hashes, array("q")
+        hashes, self._hashes = self._hashes, array("I")
         if len(hashes) != len(rows):
             raise ValueError("one URL per row indexed")
         size = max(1 << 16, 1 << (16 * len(hashes)).bit_length())  # >= 16 bits a row
