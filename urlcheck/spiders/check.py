@@ -39,6 +39,7 @@ from urlcheck.crawl.responsehead import LocationTooLongError
 from urlcheck.crawl.runtime import ClusterRole, Runtime, runtime
 from urlcheck.crawl.sitemaps import SitemapFetcher, child_urls, is_remote
 from urlcheck.crawl.writefailure import write_failed
+from urlcheck.input.csvfile import CsvSource
 from urlcheck.input.duplicates import SameURL
 from urlcheck.input.errors import InputError
 from urlcheck.input.feeder import HostFeeder
@@ -194,9 +195,9 @@ class CheckSpider(Spider):
         self._source = source
         invalid: list[tuple[int, int]] = []
         count = 0
-        flags = done.flags() if len(done) and source.kind == "csv" else None
-        if flags is not None:  # done rows are skipped a chunk at a time
-            rows = source.records(skip_flags=flags)  # type: ignore[call-arg]
+        flags = done.flags() if len(done) and isinstance(source, CsvSource) else None
+        if flags is not None and isinstance(source, CsvSource):  # done rows skipped by chunks
+            rows = source.records(skip_flags=flags)
         else:
             rows = source.records(skip=done.__contains__ if len(done) else None)
         try:
