@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 from urlcheck.check.manytoone import LandingTally
 
 
@@ -60,3 +62,23 @@ def test_rows_sent_where_the_sheet_says_are_not_flagged_and_urls_compare_as_verd
     tally.add(5, "http://old.test/5", "https://new.test/all#x", 1)
     assert tally.result().rows == {3, 4, 5}
     tally.add_line({"row": "bad", "final_url": None})  # a hostile line is skipped
+
+
+def test_rows_landing_on_pages_of_their_own_keep_no_url() -> None:
+    """A million-row audit redirects each row to a page of its own: the tally keeps numbers for
+    them, not URLs (it kept a dict entry, a list and a counter per landing, ~700 bytes a row)."""
+    tracemalloc.start()
+    try:
+        tally = LandingTally(rows=10, share=50.0)
+        for row in range(1, 40_001):
+            host = f"old{row % 50}.test"
+            tally.add(row, f"http://{host}/p{row}", f"https://new.test/page/{row}", 1)
+            if row % 2000 == 0:  # 20 rows from 20 hosts land on one page, among them
+                tally.add(row + 1_000_000, f"http://{host}/x", "https://new.test/Sale", 1)
+        many = tally.result()
+        used, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [(x.url, len(x.rows)) for x in many.landings] == [("https://new.test/Sale", 20)]
+    assert many.rows == {row + 1_000_000 for row in range(2000, 40_001, 2000)}
+    assert used < 2_000_000  # 24 bytes a row, a filter of 2, the few URLs seen twice

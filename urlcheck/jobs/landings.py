@@ -1,27 +1,22 @@
 """``many_to_one`` over a whole job's results.jsonl, kept compact enough for a million-row job,
 for ``scrapy job status`` (docs/jobs.md; the check: docs/urls-and-verdicts.md section 9.1).
 
-:class:`~urlcheck.check.manytoone.LandingTally` keeps every landing URL and its rows: fine for a
-report, too much for a crawl that runs beside a million rows. :class:`LandingHashes` keeps, per
-redirected row, three 8-byte numbers (the hash of its comparable final URL, that of its source
-host, the offset of its line): 24 MB for a million redirected rows, nothing for the others,
-which a bytes search skips without parsing. Its judgement is the tally's: counting sketches
-pick the few final URLs (and host, URL pairs) that can reach the limits, which are then counted
-exactly; the URLs shown are read back from their first row's line.
+Both judge with :class:`~urlcheck.check.manytoone.HashedLandings`, three 8-byte numbers per
+redirected row (24 MB a million): :class:`LandingHashes` reads results.jsonl, where the rows
+without a redirect cost a bytes search and no parse, keeps each row's line offset, and reads
+the URLs shown back from their first row's line.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from array import array
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from urlcheck.check.manytoone import SHARE_FLOOR, expected_reached
-from urlcheck.check.urls import InvalidURL, comparable, host_key
+from urlcheck.check.manytoone import HashedLandings, expected_reached
 from urlcheck.jobs.nofollow import open_nofollow
 
 __all__ = ["SHOWN", "LandingHashes", "ManyToOneSeen"]
@@ -81,24 +76,14 @@ def _count(data: Mapping[str, Any], key: str, where: str) -> int:
     return value
 
 
-def _nonzero(value: int) -> int:
-    return value or 1  # 0 marks a row that reached its expected target
-
-
-class LandingHashes:
-    """The redirected rows of a results file, read from its start on (:meth:`feed`)."""
+class LandingHashes(HashedLandings):
+    """The redirected rows of a results file, read from its start on (:meth:`feed`); a row's
+    place is its line's offset, from which a flagged landing's URL is read back."""
 
     def __init__(self, rows: int = 10, share: float = 50.0) -> None:
-        self.rows_limit = rows
-        self.share = share
+        super().__init__(rows, share)
         self.offset = 0  # results.jsonl is read up to here (whole lines)
         self.lines = 0  # lines read
-        self.finals = array("q")  # per redirected row: its landing's hash, 0 if it reached
-        self.hosts = array("q")  # its source host's hash
-        self.offsets = array("q")  # its line's offset
-
-    def nbytes(self) -> int:
-        return sum(a.itemsize * len(a) for a in (self.finals, self.hosts, self.offsets))
 
     def feed(self, path: Path, max_bytes: int | None = None) -> int:
         """Read the whole lines past :attr:`offset` (at most about ``max_bytes`` of them); the
@@ -136,91 +121,33 @@ class LandingHashes:
             return
         if not isinstance(final, str) or not isinstance(requested, str):
             return
-        self.add(
+        self.add_row(
             requested,
             final,
             offset,
             expected_reached=expected_reached(data.get("expected"), data.get("reasons")),
         )
 
-    def add(
-        self, requested_url: str, final_url: str, offset: int, *, expected_reached: bool = False
-    ) -> None:
-        """One redirected row that ended at a response (LandingTally.add's rows)."""
-        self.hosts.append(hash(host_key(requested_url)))
-        self.offsets.append(offset)
-        if expected_reached:
-            self.finals.append(0)
-            return
-        try:
-            key = comparable(final_url)
-        except InvalidURL:
-            key = final_url
-        self.finals.append(_nonzero(hash(key)))
-
     def result(self, path: Path, limit: int = SHOWN) -> ManyToOneSeen:
         """The flagged landing URLs so far; ``path`` (the file fed) gives back their URLs."""
-        finals, hosts = self.finals, self.hosts
-        flagged = set(_at_least(lambda: (f for f in finals if f), len(finals), self.rows_limit + 1))
-        # A (host, landing) pair as one number: two random 64-bit hashes XORed.
-        pairs = _at_least(
-            lambda: (h ^ f for h, f in zip(hosts, finals, strict=True) if f),
-            len(finals),
-            SHARE_FLOOR,
-        )
-        if pairs:
-            # The candidates' hosts and their landings: another pass, now that they are few.
-            wanted: dict[int, set[int]] = {}
-            for h, f in zip(hosts, finals, strict=True):
-                if f and h ^ f in pairs:
-                    wanted.setdefault(h, set()).add(f)
-            redirected = dict.fromkeys(wanted, 0)
-            for h in hosts:
-                if h in redirected:
-                    redirected[h] += 1
-            for h, landed in wanted.items():
-                for f in landed:
-                    n = pairs[h ^ f]
-                    if n * 100 > self.share * redirected[h]:
-                        flagged.add(f)
-        if not flagged:
+        found = self.flagged()
+        if not found:
             return ManyToOneSeen(read_rows=self.lines)
-        counts = dict.fromkeys(flagged, 0)
-        first: dict[int, int] = {}
-        for f, offset in zip(finals, self.offsets, strict=True):
-            if f in counts:
-                counts[f] += 1
-                first.setdefault(f, offset)
         # The URLs of the most landed on are read back (ties past _URL_READS: the first landed).
-        top = sorted(counts, key=lambda f: (-counts[f], first[f]))[: max(limit, _URL_READS)]
+        top = sorted(found, key=lambda f: (-found[f][0], found[f][1]))[: max(limit, _URL_READS)]
         ranked = sorted(
-            ((counts[f], _url_at(path, first[f]) or f"(the line at byte {first[f]})") for f in top),
+            (
+                (found[f][0], _url_at(path, found[f][1]) or f"(the line at byte {found[f][1]})")
+                for f in top
+            ),
             key=lambda x: (-x[0], x[1]),
         )
         return ManyToOneSeen(
             [(url, n) for n, url in ranked[:limit]],
-            len(counts),
-            sum(counts.values()),
+            len(found),
+            sum(n for n, _ in found.values()),
             self.lines,
         )
-
-
-def _at_least(values: Callable[[], Iterable[int]], size: int, floor: int) -> dict[int, int]:
-    """The values (``values()`` gives them, twice) seen at least ``floor`` times, with their
-    exact counts, without a dict of every value: a counting sketch (a byte per bucket, 4
-    buckets per value) finds the few buckets that can hold such a value; only their values are
-    counted."""
-    buckets = max(1024, 4 * size)
-    sketch = bytearray(buckets)
-    for v in values():
-        i = v % buckets
-        if sketch[i] < 255:
-            sketch[i] += 1
-    counts: dict[int, int] = {}
-    for v in values():
-        if sketch[v % buckets] >= floor:
-            counts[v] = counts.get(v, 0) + 1
-    return {v: n for v, n in counts.items() if n >= floor}
 
 
 def _url_at(path: Path, offset: int) -> str | None:
