@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import pytest
 
@@ -75,15 +76,23 @@ def test_every_row_once_across_polls_pause_resume_and_download(serve, site, tmp_
 
 def test_a_workbook_upload_is_crawled(serve, site, tmp_path):
     # An .xlsx (as Excel saves it) without a header: sheet row n is row n (its URL carries r=n).
+    # Rows 1-3, all of 127.0.0.2's, redirect to one page: many_to_one (the share rule).
     server: ServeProcess = serve()
     rows = 6
-    urls = rows_csv(site, "serve-xlsx", rows).split()[1:]
+    landing = site.url("127.0.0.3", "/ok?t=serve-landing")
+    urls = [
+        site.url("127.0.0.2", f"/redirect/301?t=serve-xlsx&r={n}&to={quote(landing, safe='')}")
+        for n in (1, 2, 3)
+    ] + [site.url("127.0.0.3", f"/ok?t=serve-xlsx&r={n}") for n in (4, 5, 6)]
     book = write_xlsx(tmp_path / "urls.xlsx", [[url] for url in urls])
     job_id = server.upload(book.read_bytes(), filename="urls.xlsx")
     done = server.wait(job_id, lambda s: s["state"] == "done", "the workbook job", 90)
     assert done["total_rows"] == rows and done["counts"]["status"]["2xx"] == rows
     assert_exact(tmp_path / "jobs" / job_id / "results.jsonl", rows)
     assert len([e for e in site.log() if "t=serve-xlsx" in e["path"]]) == rows
+    assert done["many_to_one"]["urls"] == [{"url": landing, "rows": 3}]
+    page = server.client.get(f"/jobs/{job_id}")
+    assert f"<li>{landing} (3 rows)</li>" in page.text
 
 
 def test_cancel_ends_the_job_and_a_rerun_keeps_the_old_results_aside(serve, site, tmp_path):

@@ -684,6 +684,8 @@ class JobManager:
             "counts": counts,
             "backoff_hosts": backoff_view(meta, wall),
             "given_up_hosts": given_up(job.dir),
+            # as the crawl last judged it over the job's results (meta.json): None, not judged
+            "many_to_one": meta.many_to_one.to_dict() if meta and meta.many_to_one else None,
             "created_at": (record.created_at if record else None)
             or (meta.created_at if meta else None),
             "started_at": meta.started_at if meta else None,

@@ -318,7 +318,17 @@
       backoffList();
       const given = s.given_up_hosts.map((h) => el("li", { text: h }));
       document.getElementById("given-up").replaceChildren(...(given.length ? given : [el("li", { className: "none", text: "none" })]));
+      manyToOne(s.many_to_one);
       cluster(s.cluster);
+    }
+
+    // The landing URLs many rows reach (a site's own text: shown as text, never a link).
+    function manyToOne(seen) {
+      const urls = (seen && seen.urls) || [];
+      const items = urls.map((x) => el("li", { text: x.url + " (" + x.rows + " rows)" }));
+      const more = seen ? seen.landings - urls.length : 0;
+      if (more > 0) items.push(el("li", { className: "none", text: "and " + more + " more" }));
+      document.getElementById("many-to-one").replaceChildren(...(items.length ? items : [el("li", { className: "none", text: "none" })]));
     }
 
     async function poll() {
