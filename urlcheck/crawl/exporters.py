@@ -19,11 +19,11 @@ from urlcheck.crawl.runtime import runtime
 from urlcheck.reports.aggregate import Aggregate
 from urlcheck.reports.chaintext import chain_text
 from urlcheck.reports.junit import JUnitWriter
-from urlcheck.reports.markdown import render_markdown
-from urlcheck.reports.xlsx import XlsxWriter
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from urlcheck.reports.xlsx import XlsxWriter
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +111,10 @@ class XlsxItemExporter(_WriterExporter):
     def __init__(self, file: BinaryIO, **kwargs: Any) -> None:
         super().__init__(dont_fail=True, **kwargs)
         _restart(file)
+        # openpyxl (18 MB resident) is imported by a crawl that writes a workbook, not by every
+        # crawl that loads the feed exporters (Scrapy loads them all when any feed is given)
+        from urlcheck.reports.xlsx import XlsxWriter
+
         self.writer = XlsxWriter(file)
 
 
@@ -143,6 +147,8 @@ class MarkdownItemExporter(BaseItemExporter):
             self.aggregate.add(result)
 
     def finish_exporting(self) -> None:
+        from urlcheck.reports.markdown import render_markdown  # jinja2 on demand, as openpyxl
+
         self.file.write(render_markdown(self.aggregate.finish()).encode("utf-8"))
 
 
