@@ -118,9 +118,11 @@ class ServeProcess:
         headers = {"X-CSRF-Token": self.token, "Origin": self.url}
         return self.client.post(url, headers=headers, **kwargs)
 
-    def upload(self, csv: str | bytes, filename: str = "urls.csv") -> str:
+    def upload(self, csv: str | bytes, filename: str = "urls.csv", **fields: str) -> str:
         data = csv.encode() if isinstance(csv, str) else csv
-        answer = self.post("/api/upload", files={"file": (filename, data, "text/csv")})
+        answer = self.post(
+            "/api/upload", files={"file": (filename, data, "text/csv")}, data=fields or None
+        )
         assert answer.status_code == 201, answer.text
         return str(answer.json()["id"])
 

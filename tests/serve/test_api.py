@@ -81,6 +81,7 @@ def test_upload_creates_a_job_and_its_status_names_no_server_path(make_client, t
         "method": "GET",
         "max_hops": 4,
         "temporary_redirect": "fail",
+        "sheet": "",
     }
     assert status["actions"] == {"pause": True, "resume": False, "cancel": True, "rerun": False}
     listed = client.get("/api/jobs").json()["jobs"]
@@ -117,6 +118,8 @@ def test_upload_creates_a_job_and_its_status_names_no_server_path(make_client, t
         (CSV.encode(), {"max_hops": "99"}, "max_hops must be a whole number 0-30"),
         (CSV.encode(), {"temporary_redirect": "ignore"}, "temporary_redirect must be fail or warn"),
         (CSV.encode(), {"s": "URLCHECK_ADDRESS_GUARD_ENABLED=0"}, "unknown form fields: 's'"),
+        (CSV.encode(), {"sheet": "URLs"}, "bad.csv: a sheet was named ('URLs') but this is no"),
+        (CSV.encode(), {"sheet": "x" * 32}, "sheet: a sheet's name is at most 31 characters"),
         (CSV.encode(), {"settings": "x"}, "unknown form fields: 'settings'"),
     ],
 )
@@ -177,6 +180,37 @@ def test_every_kind_of_input_file_is_an_upload(make_client, tmp_path, kind, file
     assert record["sites"] == sites
     # ... and again from the job's input after a restart (serve.sites.csv_sites).
     assert csv_sites(tmp_path / "jobs" / job_id / "input.csv") == (rows, set(sites))
+
+
+def test_a_workbook_upload_reads_the_sheet_it_names(make_client, tmp_path):
+    book = openpyxl.Workbook()
+    notes: Any = book.active
+    notes.title = "Notes"
+    notes.append(["written by the SEO team"])
+    urls: Any = book.create_sheet("Redirects")
+    for cells in (
+        ["url"],
+        ["http://127.0.0.4:9/a"],
+        ["http://127.0.0.5:9/b"],
+        ["http://127.0.0.5:9/c"],
+    ):
+        urls.append(cells)
+    book.save(tmp_path / "urls.xlsx")
+    client = make_client()
+    page = Browserish(client)
+    answer = page.upload(
+        (tmp_path / "urls.xlsx").read_bytes(), filename="urls.xlsx", sheet="Redirects"
+    )
+    assert answer.status_code == 201, answer.text
+    job_id = answer.json()["id"]
+    status = client.get(f"/api/jobs/{job_id}").json()
+    assert status["total_rows"] == 3 and status["options"]["sheet"] == "Redirects"
+    record = json.loads((tmp_path / "jobs" / job_id / "serve.json").read_text())
+    assert record["sites"] == ["127.0.0.4", "127.0.0.5"]
+    missing = page.upload((tmp_path / "urls.xlsx").read_bytes(), filename="urls.xlsx", sheet="URLs")
+    assert missing.status_code == 400
+    assert "urls.xlsx: no sheet named 'URLs' (sheets: " in missing.json()["error"]
+    assert "Notes" in missing.json()["error"] and str(tmp_path) not in missing.text
 
 
 @pytest.mark.parametrize(

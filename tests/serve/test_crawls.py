@@ -15,9 +15,9 @@ import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import openpyxl
 import pytest
 
-from tests.input.workbooks import write_xlsx
 from tests.jobs.crawls import assert_exact
 from tests.serve.conftest import Poller
 from tests.sitefixture import SiteServer, host_stats
@@ -84,12 +84,23 @@ def test_a_workbook_upload_is_crawled(serve, site, tmp_path):
         site.url("127.0.0.2", f"/redirect/301?t=serve-xlsx&r={n}&to={quote(landing, safe='')}")
         for n in (1, 2, 3)
     ] + [site.url("127.0.0.3", f"/ok?t=serve-xlsx&r={n}") for n in (4, 5, 6)]
-    book = write_xlsx(tmp_path / "urls.xlsx", [[url] for url in urls])
-    job_id = server.upload(book.read_bytes(), filename="urls.xlsx")
+    # The URLs on the sheet the form names; the first sheet holds a URL nobody asked for.
+    book = openpyxl.Workbook()
+    decoy: Any = book.active
+    decoy.title = "Notes"
+    decoy.append([site.url("127.0.0.2", "/ok?t=serve-decoy")])
+    sheet: Any = book.create_sheet("Redirects")
+    for url in urls:
+        sheet.append([url])
+    book.save(tmp_path / "urls.xlsx")
+    job_id = server.upload(
+        (tmp_path / "urls.xlsx").read_bytes(), filename="urls.xlsx", sheet="Redirects"
+    )
     done = server.wait(job_id, lambda s: s["state"] == "done", "the workbook job", 90)
     assert done["total_rows"] == rows and done["counts"]["status"]["2xx"] == rows
     assert_exact(tmp_path / "jobs" / job_id / "results.jsonl", rows)
     assert len([e for e in site.log() if "t=serve-xlsx" in e["path"]]) == rows
+    assert not [e for e in site.log() if "t=serve-decoy" in e["path"]]
     assert done["many_to_one"]["urls"] == [{"url": landing, "rows": 3}]
     page = server.client.get(f"/jobs/{job_id}")
     assert f"<li>{landing} (3 rows)</li>" in page.text

@@ -81,7 +81,11 @@ async def upload(request: Request) -> Response:
     try:
         received = await receive(request, jobdir / INPUT_FILE, config.max_upload_bytes)
         rows, sites = await run_in_threadpool(
-            inspect_csv, received.csv, received.filename, config.max_rows
+            inspect_csv,
+            received.csv,
+            received.filename,
+            config.max_rows,
+            received.options.sheet,
         )
         await run_in_threadpool(
             functools.partial(

@@ -519,6 +519,8 @@ class JobManager:
             argv += ["-s", setting]
         if (job.dir / INPUT_FILE).is_file():
             argv += ["--", "-a", f"csv={job.dir / INPUT_FILE}"]
+            if options is not None and options.sheet:
+                argv += ["-a", f"sheet={options.sheet}"]
         pid = self._spawn(argv, log=job.dir / LOG_FILE, env=os.environ)
         self.children[pid] = job.id
         job.child = pid

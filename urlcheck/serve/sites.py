@@ -53,11 +53,12 @@ def is_index(source: Source) -> bool:
     return isinstance(source, SitemapSource) and source.root == INDEX
 
 
-def open_upload(path: Path, shown_as: str) -> Source:
+def open_upload(path: Path, shown_as: str, sheet: str | None = None) -> Source:
     """The reader for an uploaded input (CSV, list, sitemap, workbook: found from its content);
     a sitemap index is refused, as its rows (and so the sites it visits) are only known once
-    the sitemaps it names are fetched. InputError (one line) for a file that is none of them."""
-    source = open_source(path)
+    the sitemaps it names are fetched. InputError (one line) for a file that is none of them,
+    or a ``sheet`` named for a file that is no workbook or that has no such sheet."""
+    source = open_source(path, sheet=sheet)
     if is_index(source):
         source.close()
         raise InputError(

@@ -29,8 +29,9 @@ METHODS = ("GET", "HEAD")
 TEMPORARY = ("fail", "warn")
 MAX_HOPS_LIMIT = 30
 NAME_MAX = 100
+SHEET_MAX = 31  # Excel allows a sheet name 31 characters
 _FORM_FIELDS = frozenset(
-    {FILE_FIELD, "user_agent", "method", "max_hops", "temporary_redirect", "name"}
+    {FILE_FIELD, "user_agent", "method", "max_hops", "temporary_redirect", "name", "sheet"}
 )
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -49,6 +50,7 @@ class JobOptions:
     method: str = "GET"
     max_hops: int = 10
     temporary_redirect: str = "fail"
+    sheet: str = ""  # a workbook's sheet to read (-a sheet=); empty: its first
 
     @classmethod
     def from_form(cls, form: Mapping[str, str]) -> JobOptions:
@@ -70,7 +72,11 @@ class JobOptions:
             raise UploadError(
                 400, f"temporary_redirect must be fail or warn, got {_shown(temporary)}"
             )
-        return cls(agent, method, int(hops_text), temporary)
+        # Any text: the workbook's reader finds the sheet or names the ones it has.
+        sheet = clean_text(form.get("sheet") or "", 4 * SHEET_MAX)
+        if len(sheet) > SHEET_MAX:
+            raise UploadError(400, f"sheet: a sheet's name is at most {SHEET_MAX} characters")
+        return cls(agent, method, int(hops_text), temporary, sheet)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JobOptions:
@@ -83,6 +89,7 @@ class JobOptions:
             "method": self.method,
             "max_hops": self.max_hops,
             "temporary_redirect": self.temporary_redirect,
+            "sheet": self.sheet,
         }
 
     def settings(self) -> list[str]:
@@ -163,13 +170,16 @@ async def receive(request: Request, target: Path, max_bytes: int) -> Upload:
         await form.close()
 
 
-def inspect_csv(path: Path, shown_as: str, max_rows: int) -> tuple[int, list[str]]:
-    """The input's rows and the sites they name; UploadError 400 for a file the crawl would
-    refuse (in the reader's words, naming the file as the user knows it), 413 past ``max_rows``."""
+def inspect_csv(
+    path: Path, shown_as: str, max_rows: int, sheet: str = ""
+) -> tuple[int, list[str]]:
+    """The input's rows (``sheet``'s, of a workbook) and the sites they name; UploadError 400
+    for a file the crawl would refuse (in the reader's words, naming the file as the user knows
+    it), 413 past ``max_rows``."""
     rows = 0
     sites: set[str] = set()
     try:
-        source = open_upload(path, shown_as)
+        source = open_upload(path, shown_as, sheet or None)
         try:
             for record in source.records():
                 rows += 1
