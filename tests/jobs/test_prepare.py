@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import openpyxl
 import pytest
 
 from urlcheck.input.csvfile import sha256_file
@@ -275,3 +277,34 @@ def test_an_unchanged_csv_is_not_copied_again(tmp_path: Path, csv: Path) -> None
     inode = copy.stat().st_ino
     prepare_job(jobdir, csv, clock=clock)
     assert copy.stat().st_ino == inode
+
+
+def test_results_of_a_workbook_are_compared_with_the_rows_of_its_sheet(tmp_path: Path) -> None:
+    """A workbook's rows are the sheet's a run reads: another job's results given with
+    ``-a out=`` are compared with those URLs, and a resume with the sheet the job started on."""
+    book = openpyxl.Workbook()
+    first: Any = book.active
+    first.title = "Old"
+    for url in ("url", "http://x/", "http://y/"):
+        first.append([url])
+    second: Any = book.create_sheet("Redirects")
+    for url in ("url", "http://a/", "http://b/"):
+        second.append([url])
+    book.save(tmp_path / "in.xlsx")
+    # the second sheet's rows (a sheet's row numbers are its own: the header is row 1)
+    lines = result_line(2, url="http://a/") + result_line(3, url="http://b/")
+    out = tmp_path / "shared.jsonl"
+    out.write_text(lines, encoding="utf-8")
+    job = prepare_job(tmp_path / "job", tmp_path / "in.xlsx", out, sheet="Redirects", clock=clock)
+    assert sorted(job.scan.done) == [2, 3] and not job.archived
+    meta = JobMeta.load(tmp_path / "job")
+    assert meta is not None
+    meta.input_sheet, meta.results_bytes = "Redirects", 0  # no vouch: the URLs are compared
+    meta.save(tmp_path / "job")
+    resumed = prepare_job(tmp_path / "job", tmp_path / "in.xlsx", out, clock=clock)
+    assert sorted(resumed.scan.done) == [2, 3] and not resumed.archived
+    # Read against the first sheet (another job on it), the same lines are not its rows.
+    other = prepare_job(tmp_path / "other", tmp_path / "in.xlsx", out, clock=clock)
+    assert len(other.scan.done) == 0 and not out.exists()
+    [aside] = other.archived
+    assert aside.read_text(encoding="utf-8") == lines

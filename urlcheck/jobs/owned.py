@@ -21,18 +21,21 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-def row_url_hashes(input_path: Path) -> array[int] | None:
+def row_url_hashes(input_path: Path, sheet: str | None = None) -> array[int] | None:
     """The hash (:func:`urlcheck.check.result.url_hash`) of every row's URL cell, by row number
-    (index 0 unused; 0 for a number no row has). None when the file alone does not say: a
-    workbook (the sheet is the run's choice) or a sitemap index (its rows come from the
-    sitemaps it names, fetched by the crawl)."""
+    (index 0 unused; 0 for a number no row has); of a workbook, the rows of ``sheet`` (else
+    its first). None for a sitemap index: its rows come from the sitemaps it names, fetched by
+    the crawl."""
     source = open_source(input_path)
+    if source.kind == "xlsx" and sheet:
+        source.close()
+        source = open_source(input_path, sheet=sheet)
     try:
         if isinstance(source, CsvSource):
             hashes = array("q", [0])
             hashes.extend(map(url_hash, source.urls()))  # rows are dense: the fast path
             return hashes
-        if source.kind == "xlsx" or (isinstance(source, SitemapSource) and source.root != URLSET):
+        if isinstance(source, SitemapSource) and source.root != URLSET:
             return None
         hashes = array("q", [0])
         for record in source.records():

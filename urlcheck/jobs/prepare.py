@@ -204,6 +204,7 @@ def _scan_owned(
     archived: list[Path],
     *,
     vouched: Vouched | None = None,
+    sheet: str | None = None,
 ) -> ResultsScan:
     """The scan of ``results`` when every line is the input's; else it is set aside (added to
     ``archived``) and the scan is empty. Read-only until the file is known to be the job's.
@@ -225,7 +226,7 @@ def _scan_owned(
                 scan = scan_results(results, max_row=max_row, vouched=vouched)
             return scan
     scan = scan_results(
-        results, max_row=max_row, repair=False, urls=row_url_hashes(input_path), log=False
+        results, max_row=max_row, repair=False, urls=row_url_hashes(input_path, sheet), log=False
     )
     if scan.foreign:
         archived.append(set_aside(results, scan.foreign, now))
@@ -250,6 +251,7 @@ def prepare_job(
     *,
     max_row: int | None = None,
     recheck: Recheck | None = None,
+    sheet: str | None = None,
     clock: Clock = time.time,
 ) -> PreparedJob:
     """Get the job directory ready for a run and return what is already done.
@@ -258,7 +260,8 @@ def prepare_job(
     opened the results file for appending yet (the scan may rewrite it, or set it aside when it
     is not this input's). ``max_row`` caps the row numbers a line may have.
     ``recheck`` takes the rows it matches out of the results first, so this run checks them
-    again; a finished job is then resumed rather than started afresh.
+    again; a finished job is then resumed rather than started afresh. ``sheet``: the sheet of
+    a workbook input a new run reads (an unfinished job's results are its own sheet's rows).
     """
     jobdir, input_path = Path(jobdir), Path(input_path).resolve()
     results = Path(results_path) if results_path is not None else jobdir / RESULTS_FILE
@@ -285,7 +288,8 @@ def prepare_job(
         previous = None
     fresh = previous is None
     vouched = None if recheck is not None else _vouched(previous, results)
-    scan = _scan_owned(results, input_path, max_row, now, archived, vouched=vouched)
+    rows_of = sheet if previous is None else (previous.input_sheet or None)
+    scan = _scan_owned(results, input_path, max_row, now, archived, vouched=vouched, sheet=rows_of)
     if recheck is not None and not fresh:
         taken = take_out(results, recheck)
         logger.info(

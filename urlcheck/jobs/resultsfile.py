@@ -35,11 +35,15 @@ class ResultsPlan:
 
 
 def plan_results(
-    settings: Settings, out: Path | None, input_path: Path, recheck: Recheck | None = None
+    settings: Settings,
+    out: Path | None,
+    input_path: Path,
+    recheck: Recheck | None = None,
+    sheet: str | None = None,
 ) -> ResultsPlan:
     jobdir = settings.get("JOBDIR")
     if jobdir:
-        job = prepare_job(jobdir, input_path, out, recheck=recheck)
+        job = prepare_job(jobdir, input_path, out, recheck=recheck, sheet=sheet)
         return ResultsPlan(job.results_path, job.scan.done, job, job.input_path)
     path = out or Path(RESULTS_FILE)
     if path.exists() and path.stat().st_size > 0:

@@ -170,9 +170,7 @@ async def receive(request: Request, target: Path, max_bytes: int) -> Upload:
         await form.close()
 
 
-def inspect_csv(
-    path: Path, shown_as: str, max_rows: int, sheet: str = ""
-) -> tuple[int, list[str]]:
+def inspect_csv(path: Path, shown_as: str, max_rows: int, sheet: str = "") -> tuple[int, list[str]]:
     """The input's rows (``sheet``'s, of a workbook) and the sites they name; UploadError 400
     for a file the crawl would refuse (in the reader's words, naming the file as the user knows
     it), 413 past ``max_rows``."""

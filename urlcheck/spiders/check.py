@@ -155,7 +155,7 @@ class CheckSpider(Spider):
                 given = await fetcher.fetch(self.input)
                 from_public = fetcher.from_public(self.input)
             results = rt.results = plan_results(
-                self.crawler.settings, self.out, given, rt.config.recheck
+                self.crawler.settings, self.out, given, rt.config.recheck, self.sheet
             )
             if results.job is not None:
                 self.sheet = self._job_sheet(results.job)
