@@ -163,6 +163,24 @@ def test_a_wall_met_without_proxies_ends_the_row_and_says_the_site_was_not_seen(
     ]
 
 
+def test_a_wall_taken_as_the_answer_warns_or_is_not_looked_at() -> None:
+    """URLCHECK_BOT_WALLS=warn: the wall's page is the site's answer (a 403 ends the chain, a
+    redirect is followed), its hop names the wall and warns; off: nothing is said of it."""
+    wall = Answer("http://a.test/", 403, blocked="captcha:cloudflare-challenge")
+    chain: list[Hop] = []
+    step = ChainRules(bot_walls="warn").on_answer(task(), chain, wall)
+    assert isinstance(step, Finish) and step.error is None
+    assert chain[0].get("status") == 403 and chain[0].get("vendor") == "cloudflare"
+    assert chain[0].get("block") == "captcha:cloudflare-challenge"
+    assert chain[0].get("warnings") == ["bot_wall"]
+    redirect = Answer("http://a.test/", 301, location=b"/next", blocked="block:akamai")
+    assert isinstance(ChainRules(bot_walls="warn").on_answer(task(), [], redirect), Follow)
+    quiet: list[Hop] = []
+    step = ChainRules(bot_walls="off").on_answer(task(), quiet, wall)
+    assert isinstance(step, Finish) and step.error is None
+    assert "block" not in quiet[0] and "warnings" not in quiet[0]
+
+
 def test_a_failure_adds_an_error_hop() -> None:
     chain: list[Hop] = []
     end = ChainRules().on_failure(chain, "http://a.test/", "timeout", "took too long")

@@ -81,3 +81,26 @@ async def test_rows_a_wall_answered_end_blocked_with_the_vendor(site, tmp_path, 
         f"  bot walls (rows answered by a captcha or block page): {FROM} 5, {TO} 1"
         in hosts.splitlines()
     )
+
+
+@pytest.mark.parametrize("level", ["warn", "off"])
+@deferred_f_from_coro_f
+async def test_a_wall_can_be_taken_as_the_site_s_answer(site, tmp_path, level):
+    """URLCHECK_BOT_WALLS=warn (or off, for a detection that mistakes a site's own page): the
+    wall's page is judged as the site's answer, and warn says so on the hop and the row."""
+    u = site.url
+    rows = [(u(FROM, "/captcha/cloudflare?id=walls-kept"), u(TO, "/ok?id=walls-kept"))]
+    csv = write_csv(tmp_path / "in.csv", "url,expected\n" + "".join(f"{a},{b}\n" for a, b in rows))
+    results, crawler = await crawl(csv, tmp_path / "out.jsonl", URLCHECK_BOT_WALLS=level, **FAST)
+    [line] = results
+    assert line["error"] is None and line["final_status"] == 403
+    assert line["reasons"] == ["no_redirect", "final_status_403", "final_url_mismatch"]
+    stats = crawler.stats.get_stats()
+    assert not [k for k in stats if k.startswith("urlcheck/blocked/")]
+    if level == "warn":
+        assert line["chain"][0]["vendor"] == "cloudflare" and "bot_wall" in line["warnings"]
+        assert stats["urlcheck/warning/bot_wall"] == 1
+        assert stats["urlcheck/wall/captcha/cloudflare-challenge"] == 1
+    else:
+        assert "vendor" not in line["chain"][0] and "bot_wall" not in line["warnings"]
+        assert not [k for k in stats if k.startswith("urlcheck/wall/")]

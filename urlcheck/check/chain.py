@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 HEAD_REFUSED = frozenset({405, 501})
 GENERIC_WALL = "generic"  # the vendor of a wall no vendor's signature recognised
+WALL_WARNING = (
+    "bot_wall"  # a hop's warning for a wall taken as the answer (URLCHECK_BOT_WALLS=warn)
+)
 _META_REFRESH_SCAN = 65536  # characters of the page searched for <meta http-equiv="refresh">
 # Only a page that may declare a refresh is parsed as HTML.
 _REFRESH_HINT = re.compile(r"http-equiv\s*=\s*[\"']?\s*refresh", re.IGNORECASE)
@@ -108,6 +111,7 @@ class ChainRules:
     max_hops: int = 10
     follow_meta_refresh: bool = False
     max_url_length: int = 65_536
+    bot_walls: str = "block"  # block: the row ends blocked; warn: a hop warning; off: ignored
 
     def on_answer(self, task: RowTask, chain: list[Hop], answer: Answer) -> Step:
         """Record the answer in ``chain`` (in place) and say what comes next."""
@@ -122,8 +126,11 @@ class ChainRules:
         if answer.tls_warnings:
             entry["warnings"] = list(answer.tls_warnings)
         chain.append(entry)
-        if answer.blocked is not None:
-            return _wall(entry, answer)
+        if answer.blocked is not None and self.bot_walls != "off":
+            if self.bot_walls == "block":
+                return _wall(entry, answer)
+            _mark_wall(entry, answer)  # warn: the page is taken as the site's answer
+            entry.setdefault("warnings", []).append(WALL_WARNING)
         if answer.location is not None and any(
             other != answer.location for other in answer.extra_locations
         ):
@@ -213,13 +220,21 @@ def _shortened(text: str, keep: int = 200) -> str:
     return f"{text[:keep]}... ({len(text):,} characters)"
 
 
-def _wall(entry: Hop, answer: Answer) -> Finish:
-    """A bot wall's page is not the site's answer: the row ends ``blocked``, with the vendor."""
+def _mark_wall(entry: Hop, answer: Answer) -> str:
+    """The hop names the wall (``block``) and its vendor; the vendor."""
     assert answer.blocked is not None
-    kind, _, signature = answer.blocked.partition(":")
+    _, _, signature = answer.blocked.partition(":")
     vendor = vendor_of(signature) or GENERIC_WALL
     entry["block"] = answer.blocked
     entry["vendor"] = vendor
+    return vendor
+
+
+def _wall(entry: Hop, answer: Answer) -> Finish:
+    """A bot wall's page is not the site's answer: the row ends ``blocked``, with the vendor."""
+    assert answer.blocked is not None
+    kind = answer.blocked.partition(":")[0]
+    vendor = _mark_wall(entry, answer)
     by = "" if vendor == GENERIC_WALL else f" by {vendor}"
     where = "on every proxy tried" if answer.proxied else "answered, not the site"
     return Finish(

@@ -142,8 +142,10 @@ def build_result(
             )
     if tls_invalid(warned):  # a certificate a browser refuses, on any hop (even a refused one)
         found.append(CERTIFICATE_INVALID)
-    # A bot wall's page is not the site's answer: a wall on the first hop says nothing of it.
-    judged_first = first if first is not None and "block" not in first else None
+    # A bot wall's page is not the site's answer: a wall the row ended on, on the first hop,
+    # says nothing of it (one taken as the answer, URLCHECK_BOT_WALLS=warn, is judged).
+    walled = first is not None and "block" in first and error == "blocked"
+    judged_first = first if first is not None and not walled else None
     verdict = judge(
         expected=task.expected,
         first_status=judged_first["status"] if judged_first else None,

@@ -86,6 +86,9 @@ class CheckConfig:
     max_url_length: int = 65_536
     # Rows asking for the same URL share one chain (urlcheck/input/duplicates.py).
     same_url_once: bool = True
+    # A bot wall's page: the row ends ``blocked`` (block), is the site's answer with a warning
+    # (warn), or is not looked for (off) (docs/detection.md).
+    bot_walls: Literal["block", "warn", "off"] = "block"
     audit: AuditRules = field(default_factory=AuditRules)  # the audit checks' levels
 
     @classmethod
@@ -93,6 +96,7 @@ class CheckConfig:
         read = SettingsReader(settings)
         method = read.choice("URLCHECK_METHOD", "get", ("get", "head")).upper()
         temporary = read.choice("URLCHECK_TEMPORARY_REDIRECT", "fail", ("fail", "warn"))
+        walls = read.choice("URLCHECK_BOT_WALLS", "block", ("block", "warn", "off"))
         return cls(
             max_hops=read.integer("URLCHECK_MAX_HOPS", 10, minimum=0),
             follow_meta_refresh=read.boolean("URLCHECK_FOLLOW_META_REFRESH", False),
@@ -104,6 +108,7 @@ class CheckConfig:
             rows_ahead=read.integer("URLCHECK_ROWS_AHEAD", 200, minimum=1),
             max_url_length=read.integer("URLCHECK_MAX_URL_LENGTH", 65_536, minimum=16),
             same_url_once=read.boolean("URLCHECK_SAME_URL_ONCE", True),
+            bot_walls="warn" if walls == "warn" else "off" if walls == "off" else "block",
             audit=audit_rules(settings),
         )
 

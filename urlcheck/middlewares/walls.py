@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Self
 
+from scrapy.exceptions import NotConfigured
+
 from urlcheck.check.detection import detect, header_map
 from urlcheck.crawl import meta as m
+from urlcheck.crawl.runtime import runtime
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -29,6 +32,8 @@ class BotWallMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         assert crawler.stats is not None
+        if runtime(crawler).config.check.bot_walls == "off":
+            raise NotConfigured  # URLCHECK_BOT_WALLS=off: no page is looked at
         return cls(crawler.stats)
 
     def process_response(self, request: Request, response: Response) -> Response:

@@ -112,7 +112,7 @@ class CheckSpider(Spider):
         spider.runtime.wind_down = spider.wind_down
         config = spider.runtime.config.check
         spider.chain_rules = ChainRules(
-            config.max_hops, config.follow_meta_refresh, config.max_url_length
+            config.max_hops, config.follow_meta_refresh, config.max_url_length, config.bot_walls
         )
         spider.requests = spider.runtime.requests = RowRequests(
             config,
