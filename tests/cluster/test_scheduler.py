@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+from scrapy import Request
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.test import get_crawler
 
@@ -182,3 +183,19 @@ def test_without_redis_url_the_cluster_parts_are_off() -> None:
         ClusterScheduler.from_crawler(crawler)
     with pytest.raises(NotConfigured):
         ClusterResultsPipeline.from_crawler(crawler)
+
+
+def test_a_proxy_probe_is_sent_from_this_process_and_other_strays_are_dropped(
+    scheduler: ClusterScheduler, server: RedisServer
+) -> None:
+    """The pool's health probes are this process's own requests (no row owns them): they were
+    dropped as stale, so a distributed crawl's quarantined proxies were never probed."""
+    scheduler.runtime.frontier.push([("a.test", task(1))])
+    claim(scheduler)
+    probe = Request("http://control.test/", meta={m.PROBE_PROXY: "p1"}, dont_filter=True)
+    assert scheduler.enqueue_request(probe)
+    assert len(scheduler) == 2
+    assert scheduler.next_request() is probe  # before the leased row
+    assert scheduler.next_request().url == "http://a.test/"
+    assert not scheduler.enqueue_request(Request("http://stray.test/"))
+    assert crawler_stat(scheduler, "urlcheck/cluster/stale_dropped") == 1

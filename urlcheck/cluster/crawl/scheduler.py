@@ -1,8 +1,9 @@
 """ClusterScheduler: Scrapy's scheduler for a process of a distributed job, an adapter over
 :class:`urlcheck.cluster.dispatch.LeaseDispatch`, which decides what is sent and when.
 
-No request is queued here: the coordinator queues rows in Redis, each process leases work per
-host from the frontier, and hops and retries go back with their lease's completion. So it is a
+No row's request is queued here: the coordinator queues rows in Redis, each process leases work
+per host from the frontier, and hops and retries go back with their lease's completion. Only
+the proxy pool's health probes this process was given wait here, sent before leased work. So it is a
 Scrapy ``BaseScheduler``, not scrapy-redis's ``Scheduler`` (docs/distributed.md says what is kept
 of scrapy-redis and what is replaced, and why). The engine asks :meth:`next_request` whenever it
 has room; this scheduler wakes it when leased work is ready or a claim is due, and never blocks.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Self
 
 from scrapy import signals
@@ -30,6 +32,7 @@ from urlcheck.cluster.crawl.tasks import (
 from urlcheck.cluster.dispatch import LeaseDispatch
 from urlcheck.cluster.frontier import Then
 from urlcheck.crawl import internals
+from urlcheck.crawl import meta as m
 from urlcheck.crawl.runtime import runtime
 
 if TYPE_CHECKING:
@@ -51,6 +54,9 @@ class ClusterScheduler(BaseScheduler):
         self._wakeup: CallLaterResult | None = None
         self._wakeup_at = math.inf
         self._renewer: AsyncioLoopingCall | LoopingCall | None = None
+        # This process's own requests that no row owns: the proxy pool's health probes (the
+        # pool gave them to this process: urlcheck.extensions.proxyprobes). Sent first.
+        self._own: deque[Request] = deque()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -60,7 +66,7 @@ class ClusterScheduler(BaseScheduler):
         return cls(crawler, cluster)
 
     def __len__(self) -> int:
-        return len(self.dispatch)
+        return len(self.dispatch) + len(self._own)
 
     # --- Scrapy's scheduler interface -----------------------------------------------------------
 
@@ -90,12 +96,18 @@ class ClusterScheduler(BaseScheduler):
     def enqueue_request(self, request: Request) -> bool:
         """A hop or a retry of a leased row: hand it back to Redis with the lease's release."""
         row = row_of(request)
-        if row is None:  # not a row's request: nothing in Redis to hand it back to
+        if row is None:
+            if m.PROBE_PROXY in request.meta:
+                self._own.append(request)
+                return True
+            # not a row's request: nothing in Redis to hand it back to
             self.inc("urlcheck/cluster/stale_dropped")
             return False
         return self.dispatch.hand_back(row, task_from_request(request), then=self.then)
 
     def next_request(self) -> Request | None:
+        if self._own:
+            return self._own.popleft()
         request = self.dispatch.pop_ready()
         if request is not None or self.runtime.finished or self.dispatch.closing:
             return request
