@@ -19,7 +19,7 @@ the URLs when it releases a copy, and checks a mismatched row on its own.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 
 _STEP = 50_000  # rows between the resolve pass's pauses (the event loop stays responsive)
 
@@ -48,23 +48,22 @@ class SameURL:
         if len(hashes) != len(rows):
             raise ValueError("one URL per row indexed")
         size = max(1 << 16, 1 << (16 * len(hashes)).bit_length())  # >= 16 bits a row
+        again = yield from _seen_twice(hashes, size)
+        # A bucket seen twice is shared by ~6% of a million distinct URLs: a second filter, on
+        # other bits of the hash and sized by those alone, leaves few but the true copies for
+        # the dict below (at ~80 bytes an entry, it made the input pass's peak).
         mask = size - 1
-        seen, again = bytearray(size >> 3), bytearray(size >> 3)
-        for i, h in enumerate(hashes):
-            b = h & mask
-            index, bit = b >> 3, 1 << (b & 7)
-            if seen[index] & bit:
-                again[index] |= bit
-            else:
-                seen[index] |= bit
-            if i % _STEP == 0:
-                yield
-        del seen
-        first_of: dict[int, int] = {}  # only hashes whose bit was seen twice
+        shared = array("I", (h for h in hashes if again[(h & mask) >> 3] & (1 << (h & 7))))
+        del again
+        small = max(1 << 16, 1 << (16 * len(shared)).bit_length())
+        again_too = yield from _seen_twice(map(_other_bits, shared), small)
+        del shared
+        small_mask = small - 1
+        first_of: dict[int, int] = {}  # only hashes whose bits were seen twice in both
         firsts = array("q")  # per copy: the first row with its URL
         for i, h in enumerate(hashes):
-            b = h & mask
-            if again[b >> 3] & (1 << (b & 7)):
+            o = _other_bits(h) & small_mask
+            if again_too[o >> 3] & (1 << (o & 7)):
                 row = rows[i]
                 first = first_of.setdefault(h, row)
                 if first != row:
@@ -73,7 +72,7 @@ class SameURL:
                     firsts.append(first)
             if i % _STEP == 0:
                 yield
-        del first_of, again, hashes
+        del first_of, again_too, hashes
         # Chained per first row, in file order (built backwards).
         count = len(firsts)
         self._next = array("q", bytes(8 * count))
@@ -111,3 +110,25 @@ class SameURL:
             self.held -= 1
             yield self._rows[index], self._offsets[index]
             index = self._next[index]
+
+
+def _other_bits(h: int) -> int:
+    """A second bucket for a 32-bit hash, independent of its low bits (a Fibonacci hash)."""
+    return (h * 0x9E3779B1) >> 16 & 0xFFFFFFFF
+
+
+def _seen_twice(hashes: Iterable[int], size: int) -> Generator[None, None, bytearray]:
+    """The bitmap of the ``size`` buckets (a power of two; a hash's low bits) that two hashes
+    or more fell in; pauses every few thousand hashes."""
+    mask = size - 1
+    seen, again = bytearray(size >> 3), bytearray(size >> 3)
+    for i, h in enumerate(hashes):
+        b = h & mask
+        index, bit = b >> 3, 1 << (b & 7)
+        if seen[index] & bit:
+            again[index] |= bit
+        else:
+            seen[index] |= bit
+        if i % _STEP == 0:
+            yield
+    return again
