@@ -8,6 +8,11 @@ results.jsonl (it also checks URLs, like any worker).
   row is already in results.jsonl, synced, then acknowledged (:mod:`urlcheck.cluster.collector`).
   Each line is then reported as ``item_scraped``, so meta.json, the summary and the exit code
   count every row once, whichever process checked it.
+* Writing: results.jsonl is held and written as in one process
+  (:class:`~urlcheck.jobs.resultswriter.ResultsWriter`: another job pointed at it is refused).
+  A write or sync that fails (a full disk) stops the crawl as it stops one process
+  (:mod:`urlcheck.crawl.writefailure`): the lines not synced are cut off and their entries are
+  not acknowledged, so Redis hands them out again on the next run; nothing more is written.
 * Repair: when Redis has lost the job (restarted empty) it is opened again and every open row is
   queued again; a periodic audit re-queues open rows that are nowhere in Redis.
 """
@@ -18,12 +23,11 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -38,8 +42,9 @@ from urlcheck.cluster.crawl.tasks import task_from_row
 from urlcheck.cluster.errors import ClusterError
 from urlcheck.crawl import internals
 from urlcheck.crawl.runtime import runtime
+from urlcheck.crawl.writefailure import write_failed
 from urlcheck.jobs.files import CLUSTER_FILE, atomic_write_json
-from urlcheck.jobs.nofollow import open_nofollow
+from urlcheck.jobs.resultswriter import ResultsWriter
 from urlcheck.signals import job_paused, job_resumed
 
 if TYPE_CHECKING:
@@ -74,7 +79,8 @@ class Coordinator:
         self.outstanding: dict[int, RowRef] = {}  # rows queued in Redis, result not on disk
         self.fed_all = False
         self.place = coordinator_place(crawler.settings.get("JOBDIR"))
-        self._file: BinaryIO | None = None
+        self._writer: ResultsWriter | None = None
+        self._unsynced: list[tuple[int, dict[str, Any]]] = []  # written, reported once synced
         self._room: asyncio.Event | None = None
         self._last_written = time.monotonic()
         self._last_audit = time.monotonic()
@@ -113,14 +119,19 @@ class Coordinator:
         self.source, self.feeder = source, feeder
         results = runtime(self.crawler).results
         assert results is not None
-        results.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open_nofollow(results.path, "ab", buffering=0)  # never through a link
+        try:
+            self._writer = ResultsWriter.open(results.path)
+        except OSError as exc:  # another job's crawl holds it, or no room
+            write_failed(self.crawler, results.path, exc)
+            return
         self.collector = ResultCollector(self.runtime.job, results.done, self._write, self._sync)
         self._room = asyncio.Event()
         job = self.runtime.job
         await self._retrying(lambda: job.open(self.runtime.owner, place=self.place))
         fed = await self._retrying(job.fed_rows)
         while not feeder.exhausted:
+            if self._stopping():  # a write failed: the rows left are the next run's
+                return
             refs: list[RowRef] = []
             while len(refs) < _PUSH_BATCH and (ref := feeder.take()) is not None:
                 if has_bit(fed, ref.row):  # queued by an earlier coordinator run
@@ -166,7 +177,7 @@ class Coordinator:
     # --- collecting ------------------------------------------------------------------------------
 
     def collect(self, *, force: bool = False) -> None:
-        if self.collector is None:
+        if self.collector is None or self._stopping():
             return
         now = time.monotonic()
         if now < self._next_collect and not force:
@@ -189,11 +200,28 @@ class Coordinator:
         except ClusterError as exc:
             self._log_error(exc)
             return
+        except OSError as exc:
+            self._write_failed(exc)
+            return
         self._error_logged = False
         self._check_done()
 
+    def _stopping(self) -> bool:
+        """A write failed (here, or of a job file): nothing more is written."""
+        return runtime(self.crawler).write_failure is not None
+
+    def _write_failed(self, exc: OSError) -> None:
+        """Undo what was not synced (the step's entries stay unacknowledged, so they are handed
+        out again on the next run) and stop the crawl."""
+        assert self._writer is not None
+        self._writer.drop_unsynced()
+        self._unsynced = []
+        write_failed(self.crawler, self._writer.path, exc)
+        if self._room is not None:
+            self._room.set()  # the feeding loop sees the stop at once
+
     def _write(self, row: int, line: str) -> None:
-        assert self._file is not None
+        assert self._writer is not None
         try:
             data: Any = json.loads(line)
         except ValueError:
@@ -201,23 +229,27 @@ class Coordinator:
         if not isinstance(data, dict) or data.get("row") != row:
             logger.error("Results stream: entry for row %d is not a result line: %.200r", row, line)
             return
-        self._file.write(line.encode("utf-8") + b"\n")
-        self._last_written = time.monotonic()
-        ref = self.outstanding.pop(row, None)
-        if ref is not None and self.feeder is not None:
-            self.feeder.done(ref.host_id)
-        if self._room is not None:
-            self._room.set()
-        self.crawler.signals.send_catch_log(
-            signal=signals.item_scraped,
-            item=Result.from_dict(data),
-            response=None,
-            spider=self.crawler.spider,
-        )
+        self._writer.write(line.encode("utf-8") + b"\n")
+        self._unsynced.append((row, data))
 
     def _sync(self) -> None:
-        if self._file is not None:
-            os.fsync(self._file.fileno())
+        """Make the step's lines durable, then count their rows done (raises OSError)."""
+        assert self._writer is not None
+        self._writer.sync()
+        written, self._unsynced = self._unsynced, []
+        self._last_written = time.monotonic()
+        for row, data in written:
+            ref = self.outstanding.pop(row, None)
+            if ref is not None and self.feeder is not None:
+                self.feeder.done(ref.host_id)
+            self.crawler.signals.send_catch_log(
+                signal=signals.item_scraped,
+                item=Result.from_dict(data),
+                response=None,
+                spider=self.crawler.spider,
+            )
+        if written and self._room is not None:
+            self._room.set()
 
     def _reopen(self) -> None:
         assert self.collector is not None
@@ -261,6 +293,7 @@ class Coordinator:
         rt = runtime(self.crawler)
         if (
             self.runtime.finished
+            or self._stopping()
             or not self.fed_all
             or rt.results is None
             or len(rt.results.done) < rt.total_rows
@@ -285,18 +318,18 @@ class Coordinator:
     def close(self, reason: str) -> None:
         try:
             if self.collector is not None:
-                self.collect(force=True)
-                self.collector.flush()
+                self.collect(force=True)  # nothing after a failed write
+                self.collector.flush()  # acknowledges only entries whose lines were synced
             if reason == "cancelled":
                 self.runtime.job.control("cancel")
                 self.runtime.job.finish("cancelled", ttl=self.runtime.config.finished_ttl)
         except ClusterError as exc:
             logger.warning("Redis: could not record the job's end (%s)", exc)
         finally:
-            if self._file is not None:
-                self._sync()
-                self._file.close()
-                self._file = None
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                writer.drop_unsynced()  # none: each step syncs what it wrote, or cuts it off
+                writer.close()
 
 
 class ClusterCoordinator:
