@@ -93,14 +93,14 @@ def test_a_results_file_another_coordinator_is_writing_is_refused(
 def test_a_full_disk_stops_the_coordinator_and_the_resume_writes_each_row_once(
     tmp_path: Path, site: SiteServer, server: RedisServer
 ) -> None:
-    """The coordinator's job on a filesystem with room for some 130 lines of 400, a worker
+    """The coordinator's job on a filesystem with room for some 70 lines of 200, a worker
     helping. Its failed write escaped the collecting loop: a traceback, collecting stopped for
     good, a torn line; the crawl stopped only when a write of meta.json failed too, and the
     resume never ended (59 rows were never written). Now the first failed write stops it as it stops
     one process: one line naming the file and the error, no torn line, the job paused, exit
     WRITE_FAILED; the results it could not write stay unacknowledged in Redis, so once room is
     made the resume writes every row exactly once."""
-    rows, job = 400, "cfull"
+    rows, job = 200, "cfull"
     urls = [row_url(site, job, r, "/") for r in range(1, rows + 1)]
     csv = write_rows(tmp_path / "in.csv", urls)
     disk, logs = tmp_path / "disk", tmp_path / "logs"
@@ -119,7 +119,7 @@ def test_a_full_disk_stops_the_coordinator_and_the_resume_writes_each_row_once(
         in_own_mounts(
             f"""
 mount -t tmpfs -o size=1m tmpfs {disk}
-head -c {1024 * 1024 - 160 * 1024} /dev/zero > {disk}/filler
+head -c {1024 * 1024 - 120 * 1024} /dev/zero > {disk}/filler
 code=0; timeout 90 {coordinator} >{logs}/1.out 2>{logs}/1.err || code=$?; echo $code >{logs}/1.code
 cp -a {jobdir} {tmp_path}/first
 rm {disk}/filler
