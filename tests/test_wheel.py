@@ -2,9 +2,11 @@
 into a fresh virtualenv in a temporary directory, then `urlcheck demo` and `scrapy demo` run from
 a directory that is not the checkout.
 
-Offline: the wheel is built without build isolation (setuptools comes with the test extra) and
-installed without dependencies; the new virtualenv finds Scrapy and the rest in this one's
-site-packages, added as a plain path (so this checkout's editable urlcheck is not importable).
+Offline: the wheel is built by setuptools' PEP 517 backend in this environment (setuptools comes
+with the test extra; it is what `pip wheel --no-build-isolation` runs, without pip's own start
+and its separate metadata pass) and installed without dependencies; the new virtualenv finds
+Scrapy and the rest in this one's site-packages, added as a plain path (so this checkout's
+editable urlcheck is not importable).
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ def build_wheel(out: Path) -> Path:
     shutil.copytree(
         REPO / "urlcheck", source / "urlcheck", ignore=shutil.ignore_patterns("__pycache__")
     )
-    pip: list[str | Path] = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    done = run([*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", out, source], out)
+    build = "import sys; from setuptools import build_meta; build_meta.build_wheel(sys.argv[1])"
+    done = run([sys.executable, "-c", build, out], source)
     assert done.returncode == 0, done.stdout + done.stderr
     (wheel,) = out.glob("urlcheck-*.whl")
     return wheel

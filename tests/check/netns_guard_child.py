@@ -2,6 +2,10 @@
 the addresses the guard is about, serves the demo site on them, runs real ``scrapy crawl check``
 processes, and writes their results and the site's request log to the JSON file named by argv[1].
 
+The crawls run side by side (one after another they took most of the test's time); each sends a
+User-Agent of its own, by which the site's one log is split between them, and a request that no
+crawl here sent fails the run.
+
 It refuses to start unless the only network interface is ``lo``: nothing it sends can leave.
 """
 
@@ -12,6 +16,8 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -58,6 +64,30 @@ def isolate(tmp: Path) -> None:
 
 
 Row = tuple[str, str]
+# A crawl, or crawls that must run in turn: what each wrote, by run name (its log added later).
+Task = Callable[[], dict[str, dict[str, Any]]]
+CRAWLS_AT_ONCE = 4  # enough to keep both cores busy while some crawls wait on a response
+
+
+def agent(name: str) -> str:
+    """The User-Agent of run ``name``: its requests in the site's log."""
+    return f"urlcheck-netns-{name}"
+
+
+def side_by_side(site: SiteServer, tasks: list[Task]) -> list[dict[str, dict[str, Any]]]:
+    """What each task wrote, each run with the requests of the site's log that it sent."""
+    with ThreadPoolExecutor(CRAWLS_AT_ONCE) as pool:
+        done = [future.result() for future in [pool.submit(task) for task in tasks]]
+    logs: dict[str, list[dict[str, Any]]] = {}
+    for runs in done:
+        for name, written in runs.items():
+            logs[agent(name)] = written["log"] = []
+    for entry in site.log():
+        log = logs.get(entry.get("user_agent", ""))
+        if log is None:
+            raise SystemExit(f"a request that no crawl here sent: {entry}")
+        log.append(entry)
+    return done
 
 
 def crawl(tmp: Path, name: str, rows: list[Row], *settings: str) -> list[dict[str, Any]]:
@@ -65,7 +95,7 @@ def crawl(tmp: Path, name: str, rows: list[Row], *settings: str) -> list[dict[st
     csv.write_text("url,id\n" + "".join(f"{url},{key}\n" for key, url in rows), encoding="utf-8")
     out = tmp / f"{name}.jsonl"
     quick = ["LOG_LEVEL=WARNING", "DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False"]
-    quick += ["RETRY_TIMES=0", "DOWNLOAD_TIMEOUT=5"]
+    quick += ["RETRY_TIMES=0", "DOWNLOAD_TIMEOUT=5", f"URLCHECK_USER_AGENT={agent(name)}"]
     done = run(crawl_argv("-a", f"csv={csv}", "-a", f"out={out}", settings=(*quick, *settings)))
     sys.stderr.write(done.stderr)  # as if it had run in the foreground
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
@@ -77,7 +107,7 @@ def crawl_input(
     """A crawl of ``given`` (a sitemap's URL; None: the job's own copy of its input): its
     results (none when it ended early) and its stderr."""
     quick = ["LOG_LEVEL=WARNING", "DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False"]
-    quick += ["RETRY_TIMES=0", "DOWNLOAD_TIMEOUT=5"]
+    quick += ["RETRY_TIMES=0", "DOWNLOAD_TIMEOUT=5", f"URLCHECK_USER_AGENT={agent(name)}"]
     args: list[str] = ["-a", f"csv={given}"] if given else []
     if jobdir is None:
         out = tmp / f"{name}.jsonl"
@@ -91,7 +121,7 @@ def crawl_input(
     return {"results": [json.loads(line) for line in lines], "stderr": done.stderr}
 
 
-def sitemap_runs(tmp: Path, site: SiteServer) -> dict[str, Any]:
+def sitemap_runs(tmp: Path, site: SiteServer) -> list[Task]:
     """Sitemaps the crawl fetches: what a public one names is judged as a hop after it."""
     port = site.port
     inputs = {
@@ -110,16 +140,20 @@ def sitemap_runs(tmp: Path, site: SiteServer) -> dict[str, Any]:
         # and a public index of public sitemaps
         "public_public": site.url(PUBLIC, "/sitemap-index.xml?parts=1&n=2"),
     }
-    runs = {}
-    for name, given in inputs.items():
-        before = len(site.log())
-        runs[name] = {**crawl_input(tmp, name, given), "log": site.log()[before:]}
+
+    def input_run(name: str, given: str) -> Task:
+        return lambda: {name: crawl_input(tmp, name, given)}
+
+    tasks = [input_run(name, given) for name, given in inputs.items()]
     # A job of a public sitemap, run again from its own copy of the input (no URL given).
     job = tmp / "sitemap-job"
-    for name, given in (("job_first", inputs["public_rows"]), ("job_again", None)):
-        before = len(site.log())
-        runs[name] = {**crawl_input(tmp, name, given, job), "log": site.log()[before:]}
-    return runs
+    tasks.append(
+        lambda: {
+            "job_first": crawl_input(tmp, "job_first", inputs["public_rows"], job),
+            "job_again": crawl_input(tmp, "job_again", None, job),
+        }
+    )
+    return tasks
 
 
 def main() -> None:
@@ -169,26 +203,28 @@ def main() -> None:
                 site.url(LOCAL, "/redirect/301?to=" + quote(f"http://{PRIVATE}:{port}/ok", "")),
             ),
         ]
-        runs = {}
-        for name, settings in (
-            ("default", ()),
-            ("allow", (f"URLCHECK_ALLOW_NETWORKS={METADATA}/32,10.0.0.0/8",)),
-            ("strict", ("URLCHECK_BLOCK_PRIVATE_INPUT=true",)),
-            ("off", ("URLCHECK_ADDRESS_GUARD_ENABLED=false",)),
-        ):
-            before = len(site.log())
-            results = crawl(tmp, name, rows, *settings)
-            runs[name] = {"rows": len(rows), "results": results, "log": site.log()[before:]}
         # With robots.txt obeyed, the robots.txt request a hop causes is judged as the hop is.
         robots = [
             (name, via_public(f"http://{host}:{port}/ok?from=public"))
             for name, host in ROBOTS_TARGETS
         ]
         robots.append(("public", via_public(f"http://public.test:{port}/ok")))
-        before = len(site.log())
-        results = crawl(tmp, "robots", robots, "ROBOTSTXT_OBEY=True")
-        runs["robots"] = {"rows": len(robots), "results": results, "log": site.log()[before:]}
-        runs["sitemaps"] = sitemap_runs(tmp, site)
+
+        def rows_run(name: str, given: list[Row], *settings: str) -> Task:
+            return lambda: {
+                name: {"rows": len(given), "results": crawl(tmp, name, given, *settings)}
+            }
+
+        tasks = [
+            rows_run("default", rows),
+            rows_run("allow", rows, f"URLCHECK_ALLOW_NETWORKS={METADATA}/32,10.0.0.0/8"),
+            rows_run("strict", rows, "URLCHECK_BLOCK_PRIVATE_INPUT=true"),
+            rows_run("off", rows, "URLCHECK_ADDRESS_GUARD_ENABLED=false"),
+            rows_run("robots", robots, "ROBOTSTXT_OBEY=True"),
+        ]
+        done = side_by_side(site, [*tasks, *sitemap_runs(tmp, site)])
+    runs: dict[str, Any] = {name: run for runs in done[: len(tasks)] for name, run in runs.items()}
+    runs["sitemaps"] = {name: run for runs in done[len(tasks) :] for name, run in runs.items()}
     Path(sys.argv[1]).write_text(json.dumps(runs), encoding="utf-8")
 
 

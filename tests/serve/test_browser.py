@@ -67,6 +67,24 @@ def shown_rows(driver) -> list[str]:
     )
 
 
+def polls(driver) -> int:
+    """The job page's status polls answered so far (the Resource Timing API's entries)."""
+    return int(
+        driver.execute_script(
+            "return performance.getEntriesByType('resource').filter(e => {"
+            "  const path = new URL(e.name).pathname;"
+            "  return path.startsWith('/api/jobs/') && !path.slice(10).includes('/');"
+            "}).length"
+        )
+    )
+
+
+def wait_polls(driver, count: int, what: str) -> None:
+    """Until the page has been answered ``count`` more polls."""
+    start = polls(driver)
+    wait_for(lambda: polls(driver) >= start + count, what)
+
+
 def severe(driver) -> list[dict[str, Any]]:
     return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
@@ -89,19 +107,28 @@ def test_a_user_checks_a_csv_in_chromium(serve, site, tmp_path, browser):
     assert text(browser, "#job-name") == "Spring migration"
     assert text(browser, "#total") == str(rows + 2)
 
-    # The counts move while it runs: every 2.5 s the page shows more rows done.
+    # The counts move while it runs: poll after poll, the page shows more rows done.
     wait_for(lambda: text(browser, "#state") == "processing", "processing")
     seen = [number(browser, "#done")]
+
+    def more_done() -> int | None:
+        now = number(browser, "#done")
+        return now if now > seen[-1] else None
+
     for _ in range(3):
-        time.sleep(2.5)
-        seen.append(number(browser, "#done"))
+        seen.append(wait_for(more_done, "more rows done"))
     assert seen == sorted(set(seen)), seen  # strictly growing
 
     browser.find_element("id", "btn-pause").click()
     wait_for(lambda: text(browser, "#state") == "paused", "paused")
-    time.sleep(1.0)  # the requests in flight at the pause finish and are shown
+    # The requests in flight at the pause finish and are shown by the next poll.
+    wait_polls(browser, 1, "a poll after the pause")
+    wait_for(
+        lambda: number(browser, "#done") == server.status(job_id)["done_rows"],
+        "the rows in flight at the pause",
+    )
     done, shown = number(browser, "#done"), shown_rows(browser)
-    time.sleep(4.0)
+    wait_polls(browser, 2, "a poll while paused")
     assert (number(browser, "#done"), shown_rows(browser)) == (done, shown)
     assert browser.find_element("id", "btn-pause").get_attribute("disabled") is not None
     browser.find_element("id", "btn-resume").click()
@@ -172,7 +199,7 @@ def test_hostile_locations_are_inert(serve, site, browser):
     assert browser.execute_script("return document.querySelectorAll('script').length") == 1
     links = [a.get_attribute("href") for a in browser.find_elements("css selector", "a[href]")]
     assert not [h for h in links if not h.startswith(("http://", "https://"))], links
-    time.sleep(2.5)  # a poll or two more
+    wait_polls(browser, 1, "a poll more")
     logs = browser.get_log("browser")
     assert any("capture-probe" in e["message"] for e in logs)
     problems = [e for e in logs if e["level"] == "SEVERE" and "capture-probe" not in e["message"]]
