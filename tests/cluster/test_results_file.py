@@ -18,18 +18,15 @@ from tests.jobs.crawls import (
     HOSTS,
     SETTINGS,
     assert_exact,
-    assert_no_duplicates,
     make_csv,
-    read_results,
     requested_rows,
     row_url,
     wait_lines,
     write_rows,
 )
-from tests.jobs.test_results_trust import in_own_mounts, said
+from tests.jobs.test_results_trust import in_own_mounts, said, stopped_by_full_disk
 from tests.processes import Process, crawl_argv, run
 from urlcheck.jobs.exitcodes import ExitCode
-from urlcheck.jobs.files import JobMeta, JobState
 from urlcheck.jobs.steer import steer
 
 if TYPE_CHECKING:
@@ -134,16 +131,7 @@ cp -a {jobdir} {tmp_path}/second
             worker.process.kill()
             worker.process.wait()
 
-    err = (logs / "1.err").read_text()
-    assert int((logs / "1.code").read_text()) == ExitCode.WRITE_FAILED, err[-3000:]
-    assert "Traceback" not in err, err[-3000:]
-    [stop] = [line for line in err.splitlines() if "Could not write" in line]
-    assert f"{jobdir}/results.jsonl: [Errno 28] No space left on device" in stop
-    first = read_results(tmp_path / "first" / "results.jsonl")  # whole lines: none torn
-    written = assert_no_duplicates(first)
-    assert 20 < len(written) < rows // 2
-    meta = JobMeta.load(tmp_path / "first")
-    assert meta is not None and meta.state is JobState.PAUSED, meta
+    written, meta = stopped_by_full_disk(logs, jobdir, tmp_path / "first", rows)
     assert meta.done_rows == len(written)
 
     err = (logs / "2.err").read_text()

@@ -59,6 +59,25 @@ def in_own_mounts(script: str, timeout: float = 120) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
+def stopped_by_full_disk(
+    logs: Path, jobdir: Path, first: Path, rows: int
+) -> tuple[set[int], JobMeta]:
+    """The first run's end on a full disk (its logs/1.*; ``first``, a copy of its job
+    directory): exit WRITE_FAILED, one line naming results.jsonl and ENOSPC, no traceback, no
+    torn line, no row twice, some rows and fewer than half written, the job paused. The rows
+    written and its meta.json."""
+    err = (logs / "1.err").read_text()
+    assert int((logs / "1.code").read_text()) == ExitCode.WRITE_FAILED, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    [stop] = [line for line in err.splitlines() if "Could not write" in line]
+    assert f"{jobdir}/results.jsonl: [Errno 28] No space left on device" in stop
+    written = assert_no_duplicates(read_results(first / "results.jsonl"))  # whole lines
+    assert 20 < len(written) < rows // 2
+    meta = JobMeta.load(first)
+    assert meta is not None and meta.state is JobState.PAUSED, meta
+    return written, meta
+
+
 def crawl(csv: Path, jobdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``scrapy crawl check -a csv=CSV --jobdir JOBDIR ARGS`` run to its end."""
     return run(
@@ -154,16 +173,7 @@ rm {disk}/filler
 code=0; {crawl} >{logs}/2.out 2>{logs}/2.err || code=$?; echo $code >{logs}/2.code
 cp -a {job} {tmp_path}/second
 """)
-    err = (logs / "1.err").read_text()
-    assert int((logs / "1.code").read_text()) == ExitCode.WRITE_FAILED, err[-3000:]
-    assert "Traceback" not in err, err[-3000:]
-    [stop] = [line for line in err.splitlines() if "Could not write" in line]
-    assert f"{job}/results.jsonl: [Errno 28] No space left on device" in stop
-    first = read_results(tmp_path / "first" / "results.jsonl")  # whole lines: none torn
-    written = assert_no_duplicates(first)
-    assert 20 < len(written) < rows // 2
-    meta = JobMeta.load(tmp_path / "first")
-    assert meta is not None and meta.state is JobState.PAUSED, meta
+    written, _ = stopped_by_full_disk(logs, job, tmp_path / "first", rows)
     between = float((logs / "between").read_text())
     arrivals = requested_rows(site, "disk")
     before = Counter(row for t, row in arrivals if t < between)
