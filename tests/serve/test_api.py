@@ -17,6 +17,7 @@ import pytest
 from tests.reports.reportrows import result
 from tests.serve.conftest import BASE, Browserish, csrf_of
 from urlcheck.jobs.files import CONTROL_FILE, Control, JobMeta, JobState
+from urlcheck.jobs.landings import ManyToOneSeen
 from urlcheck.jobs.lock import JobLock
 from urlcheck.serve.config import ServeConfig
 from urlcheck.serve.middleware import CSP
@@ -604,3 +605,20 @@ def test_the_config_beyond_loopback(tmp_path):
     assert config.token == "s" * 32 and not config.token_generated
     with pytest.raises(ValueError, match="URLCHECK_SERVE_PORT"):
         ServeConfig.from_settings(Settings({"URLCHECK_SERVE_PORT": "70000"}), jobs=tmp_path)
+
+
+def test_a_landing_url_from_a_site_is_shown_as_text(make_client, tmp_path):
+    """many_to_one's landing URLs come from the sites' answers: the job page shows them escaped
+    (static/app.js sets them as text the same way)."""
+    hostile = 'https://new.test/"><img src=x onerror=alert(1)>'
+    jobdir = external_job(tmp_path / "jobs", "landing-1a2b3c4d", 3)
+    meta = JobMeta.load(jobdir)
+    assert meta is not None
+    meta.many_to_one = ManyToOneSeen([(hostile, 12)], landings=1, rows=12, read_rows=3)
+    meta.save(jobdir)
+    client = make_client()
+    status = client.get("/api/jobs/landing-1a2b3c4d").json()
+    assert status["many_to_one"]["urls"] == [{"url": hostile, "rows": 12}]
+    page = client.get("/jobs/landing-1a2b3c4d").text
+    assert "<img src=x" not in page
+    assert "https://new.test/&#34;&gt;&lt;img src=x onerror=alert(1)&gt; (12 rows)" in page
