@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from parsel import Selector
 
@@ -111,7 +111,7 @@ class ChainRules:
     max_hops: int = 10
     follow_meta_refresh: bool = False
     max_url_length: int = 65_536
-    bot_walls: str = "block"  # block: the row ends blocked; warn: a hop warning; off: ignored
+    bot_walls: Literal["block", "warn", "off"] = "block"  # URLCHECK_BOT_WALLS
 
     def on_answer(self, task: RowTask, chain: list[Hop], answer: Answer) -> Step:
         """Record the answer in ``chain`` (in place) and say what comes next."""
