@@ -176,6 +176,13 @@ def test_hostile_locations_are_inert(serve, site, browser):
         site.url(host, "/redirect/301?to=" + quote(HOSTILE_RAW)),
         site.url(host, "/ok?q=" + quote("<script>alert(3)</script>")),
     ]
+    # Three rows of one host land on one page whose URL carries the hostile text: many_to_one
+    # lists it on the job page (the share rule).
+    landing = site.url("127.0.0.7", "/ok?q=" + quote(HOSTILE_RAW))
+    urls += [
+        site.url("127.0.0.8", f"/redirect/301?n={n}&to=" + quote(landing, safe=""))
+        for n in range(3)
+    ]
     job_id = server.upload("url\n" + "".join(f'"{u}"\n' for u in urls), filename="<b>x</b>.csv")
     server.wait(job_id, lambda s: s["state"] == "done", "the hostile job")
 
@@ -190,6 +197,10 @@ def test_hostile_locations_are_inert(serve, site, browser):
     )
     page = browser.find_element("id", "results").text
     assert "javascript:alert(1)" in page and HOSTILE_RAW in page  # shown, as text
+    landed = wait_for(
+        lambda: "(3 rows)" in (found := text(browser, "#many-to-one")) and found, "many_to_one"
+    )
+    assert landed.startswith(site.url("127.0.0.7", "/ok?q=")) and landed.endswith("(3 rows)")
     with pytest.raises(NoAlertPresentException):
         browser.switch_to.alert.text  # noqa: B018
     assert (
