@@ -193,3 +193,46 @@ def test_a_sitemap_url_that_cannot_be_fetched_is_one_line(site: SiteServer, tmp_
     assert done.returncode == 2, done.stderr[-2000:]
     assert f"{gone}: the sitemap could not be fetched (HTTP 404)" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_more_rows_than_the_cap_end_the_run_before_a_request(site: SiteServer, tmp_path):
+    # A sitemap index's rows are counted once its sitemaps are fetched: the cap holds there too.
+    tag = f"t{os.getpid()}x{time.monotonic_ns()}"
+    index = site.url("127.0.0.9", f"/sitemap-index.xml?parts=2&n=3&tag={tag}")
+    before = len(site.log())
+    done = urlcheck("check", index, "--no-job", *FAST, "-s", "URLCHECK_MAX_ROWS=5", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert f"{index}: more than 5 rows, the most URLCHECK_MAX_ROWS allows" in done.stderr
+    fetched = [r["path"].split("?")[0] for r in site.log()[before:]]
+    assert fetched.count("/sitemap.xml") == 2 and "/ok" not in fetched, fetched
+    (tmp_path / "urls.txt").write_text(
+        "".join(site.url("127.0.0.9", f"/ok?cap={tag}&r={n}\n") for n in range(1, 7))
+    )
+    capped = urlcheck(
+        "check", "urls.txt", "--no-job", *FAST, "-s", "URLCHECK_MAX_ROWS=5", cwd=tmp_path
+    )
+    assert capped.returncode == 2
+    assert "urls.txt: more than 5 rows, the most URLCHECK_MAX_ROWS allows" in capped.stderr
+    assert not [r for r in site.log() if f"cap={tag}" in r["path"]]
+    # Six rows under a cap of six: checked.
+    fits = urlcheck(
+        "check", "urls.txt", "--no-job", *FAST, "-s", "URLCHECK_MAX_ROWS=6", cwd=tmp_path
+    )
+    assert fits.returncode == 0, fits.stderr[-2000:]
+    assert len(results(tmp_path / "results.jsonl")) == 6
+
+
+def test_an_index_of_which_no_sitemap_can_be_read_ends_as_an_input_error(
+    site: SiteServer, tmp_path
+):
+    missing = [site.url("127.0.0.9", f"/status/404?part={j}") for j in (1, 2)]
+    (tmp_path / "index.xml").write_text(
+        '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        + "".join(f"<sitemap><loc>{url}</loc></sitemap>" for url in missing)
+        + "</sitemapindex>"
+    )
+    done = urlcheck("check", "index.xml", "--no-job", "-q", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "the sitemap could not be fetched (HTTP 404)" in done.stderr
+    assert "index.xml: none of the 2 sitemaps it names could be read" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -198,7 +198,8 @@ def test_entities_are_never_expanded(tmp_path):
 
 
 def test_an_index_names_http_sitemaps_only(caplog):
-    from urlcheck.crawl.sitemaps import child_urls, is_remote
+    from urlcheck.crawl.sitemaps import child_urls
+    from urlcheck.input.sitemap import is_remote
 
     children = ["https://a.example/s1.xml", "/s2.xml.gz", "file:///etc/passwd", "ftp://x/s.xml"]
     with caplog.at_level(logging.WARNING):

@@ -214,6 +214,24 @@ def test_a_workbook_upload_reads_the_sheet_it_names(make_client, tmp_path):
     assert "Notes" in missing.json()["error"] and str(tmp_path) not in missing.text
 
 
+def test_a_sitemap_index_upload_names_its_sitemaps_sites_and_fetches_nothing(make_client, tmp_path):
+    # Its rows are counted by its crawl, once that has fetched the sitemaps (0 until then);
+    # the sites are those of the sitemaps it names, for politeness across jobs.
+    index = (
+        f"<sitemapindex {SITEMAP_NS}>"
+        "<sitemap><loc>http://www.example.com:9/sitemap-1.xml</loc></sitemap>"
+        "<sitemap><loc>http://127.0.0.6:9/sitemap-2.xml.gz</loc></sitemap>"
+        "<sitemap><loc>relative.xml</loc></sitemap></sitemapindex>"
+    )
+    client = make_client()
+    answer = Browserish(client).upload(index, filename="sitemap_index.xml")
+    assert answer.status_code == 201, answer.text
+    job_id = answer.json()["id"]
+    record = json.loads((tmp_path / "jobs" / job_id / "serve.json").read_text())
+    assert (record["rows"], record["sites"]) == (0, ["127.0.0.6", "example.com"])
+    assert csv_sites(tmp_path / "jobs" / job_id / "input.csv") == (0, {"127.0.0.6", "example.com"})
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -229,12 +247,12 @@ def test_a_workbook_upload_reads_the_sheet_it_names(make_client, tmp_path):
         (gzip.compress(b"just text", mtime=0), "bad.xml: a gzip archive that holds no sitemap"),
         (b"PK\x03\x04 not really a zip", "bad.xml:"),
         (
-            f"<sitemapindex {SITEMAP_NS}><sitemap><loc>http://127.0.0.2:9/s.xml</loc></sitemap>"
-            "</sitemapindex>".encode(),
-            "bad.xml: a sitemap index; upload the sitemaps it names (each a <urlset>) instead",
+            f"<sitemapindex {SITEMAP_NS}><sitemap><loc>file:///etc/passwd</loc></sitemap>"
+            "<sitemap><loc>part-1.xml</loc></sitemap></sitemapindex>".encode(),
+            "bad.xml: a sitemap index that names no http(s) sitemap",
         ),
     ],
-    ids=["rss", "dtd", "gzip-of-text", "broken-zip", "sitemap-index"],
+    ids=["rss", "dtd", "gzip-of-text", "broken-zip", "index-of-nothing"],
 )
 def test_an_upload_that_is_no_input_is_a_400_in_the_readers_words(
     make_client, tmp_path, data, message

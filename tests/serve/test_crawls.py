@@ -6,6 +6,7 @@ it polite (measured at the site), and rows to private addresses are refused when
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import signal
@@ -104,6 +105,45 @@ def test_a_workbook_upload_is_crawled(serve, site, tmp_path):
     assert done["many_to_one"]["urls"] == [{"url": landing, "rows": 3}]
     page = server.client.get(f"/jobs/{job_id}")
     assert f"<li>{landing} (3 rows)</li>" in page.text
+
+
+def sitemap_index(sitemaps: list[str]) -> str:
+    entries = "".join(f"<sitemap><loc>{html.escape(url)}</loc></sitemap>" for url in sitemaps)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}'
+        "</sitemapindex>\n"
+    )
+
+
+def test_a_sitemap_index_upload_is_crawled_and_held_to_the_row_cap(serve, site, tmp_path):
+    # Nothing is fetched at the upload: the job's crawl fetches the index's two sitemaps (3 rows
+    # each), politely, then checks their rows. The server's row cap holds for the rows the crawl
+    # counts: the same index under a cap of 5 fails in words, before any row is requested.
+    server: ServeProcess = serve()
+    parts = [f"/sitemap.xml?n=3&part={j}&t=serve-index" for j in (0, 1)]
+    sitemaps = [site.url("127.0.0.2", part) for part in parts]
+    before = len(site.log())
+    job_id = server.upload(sitemap_index(sitemaps), filename="sitemap_index.xml")
+    record = json.loads((tmp_path / "jobs" / job_id / "serve.json").read_text("utf-8"))
+    assert record["rows"] == 0 and record["sites"] == ["127.0.0.2"]
+    done = server.wait(job_id, lambda s: s["state"] == "done", "the index job", 90)
+    assert done["total_rows"] == done["done_rows"] == 6, done
+    assert done["counts"]["status"]["2xx"] == 6
+    assert_exact(tmp_path / "jobs" / job_id / "results.jsonl", 6)
+    paths = [e["path"] for e in site.log()[before:]]
+    assert sorted(p for p in paths if p.startswith("/sitemap.xml")) == parts
+    assert len([p for p in paths if p.startswith("/ok")]) == 6
+
+    capped: ServeProcess = serve("URLCHECK_SERVE_MAX_ROWS=5", root=tmp_path / "capped")
+    before = len(site.log())
+    job_id = capped.upload(sitemap_index(sitemaps), filename="sitemap_index.xml")
+    failed = capped.wait(job_id, lambda s: s["state"] == "failed", "the capped index job", 90)
+    assert failed["failed"] == (
+        "sitemap_index.xml: more than 5 rows, the most URLCHECK_MAX_ROWS allows"
+    ), failed
+    assert failed["done_rows"] == 0
+    assert not [e for e in site.log()[before:] if e["path"].startswith("/ok")]
 
 
 def test_cancel_ends_the_job_and_a_rerun_keeps_the_old_results_aside(serve, site, tmp_path):

@@ -89,6 +89,10 @@ class CheckConfig:
     # A bot wall's page: the row ends ``blocked`` (block), is the site's answer with a warning
     # (warn), or is not looked for (off) (docs/detection.md).
     bot_walls: Literal["block", "warn", "off"] = "block"
+    # The most rows an input may have (None: any number): past it the run is refused before a
+    # request, as `urlcheck serve` refuses an upload past its own cap (a sitemap index's rows
+    # are only known once the crawl has fetched its sitemaps).
+    max_rows: int | None = None
     audit: AuditRules = field(default_factory=AuditRules)  # the audit checks' levels
 
     @classmethod
@@ -109,6 +113,7 @@ class CheckConfig:
             max_url_length=read.integer("URLCHECK_MAX_URL_LENGTH", 65_536, minimum=16),
             same_url_once=read.boolean("URLCHECK_SAME_URL_ONCE", True),
             bot_walls="warn" if walls == "warn" else "off" if walls == "off" else "block",
+            max_rows=read.optional_integer("URLCHECK_MAX_ROWS", minimum=1),
             audit=audit_rules(settings),
         )
 

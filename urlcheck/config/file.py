@@ -31,7 +31,7 @@ SETTING_KEYS = frozenset({
     # what is checked and how
     "user_agent", "method", "max_hops", "follow_meta_refresh", "verdict_ignore_trailing_slash",
     "temporary_redirect", "max_chain_hops", "max_url_length", "body_max_bytes", "same_url_once",
-    "bot_walls",
+    "bot_walls", "max_rows",
     # what a migration audit checks (urlcheck.check.audit.CHECKS: check_<code>)
     "check_redirect_to_home", "check_many_to_one", "many_to_one_rows", "many_to_one_share",
     "check_redirect_chain", "check_temporary_redirect_in_chain", "check_https_downgrade",

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 from urlcheck.config.crawlconfig import ConfigError, UrlcheckConfig
 from urlcheck.crawl.addon import distributed
-from urlcheck.crawl.sitemaps import is_remote
 from urlcheck.input.errors import InputError
 from urlcheck.input.kind import open_source
+from urlcheck.input.sitemap import is_remote
 from urlcheck.jobs.errors import JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import INPUT_COPY, RESULTS_FILE

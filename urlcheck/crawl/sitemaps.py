@@ -24,7 +24,7 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
@@ -33,6 +33,7 @@ from scrapy.http.request import NO_CALLBACK
 from urlcheck.check.addressguard import is_public
 from urlcheck.crawl import meta as m
 from urlcheck.input.errors import InputError
+from urlcheck.input.sitemap import is_remote
 from urlcheck.jobs.nofollow import open_nofollow, replace_temp
 
 if TYPE_CHECKING:
@@ -46,14 +47,6 @@ META = "urlcheck_sitemap"  # marks the request of a sitemap (not a row)
 # Beside each kept sitemap: whether it came after a public answer ("public") or not ("input").
 _ORIGIN_SUFFIX = ".origin"
 _FROM_INPUT = b"input"
-
-
-def is_remote(arg: str | None) -> bool:
-    """Whether an input argument is an http(s) URL rather than a file's path."""
-    if not arg:
-        return False
-    parts = urlsplit(arg)
-    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
 
 
 class SitemapFetcher:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from lxml import etree
 
@@ -46,6 +47,15 @@ _WHITESPACE = " \t\r\n"
 # instructions and whitespace; a DOCTYPE is refused.
 _PROLOG = re.compile(rb"(?:\s+|<\?.*?\?>|<!--.*?-->)*", re.DOTALL)
 _ROOT = re.compile(rb"<(?:[A-Za-z_][\w.\-]*:)?([A-Za-z_][\w.\-]*)[\s/>]")
+
+
+def is_remote(arg: str | None) -> bool:
+    """Whether an input argument, or a sitemap an index names, is an http(s) URL rather than
+    a file's path (or a relative reference)."""
+    if not arg:
+        return False
+    parts = urlsplit(arg)
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
 
 
 class Readable(Protocol):

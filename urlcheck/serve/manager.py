@@ -71,6 +71,9 @@ logger = logging.getLogger(__name__)
 JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 INPUT_FILE = "input.csv"
 LOG_FILE = "crawl.log"
+# How the check spider logs an input it cannot use (a sitemap that cannot be fetched, more rows
+# than URLCHECK_MAX_ROWS): found in the crawl's log when its exit code says input error.
+_SPIDER_ERROR = "[urlcheck.spiders.check] ERROR: "
 RESULTS_FILE = "results.jsonl"
 STATUS_TTL = 0.5  # seconds a job's status is reused by every poller
 # A pause or cancel the user asked for is sent again to a crawl still not obeying it after this
@@ -333,9 +336,10 @@ class JobManager:
         except OSError:
             return None
         for line in reversed(tail):
-            if line.startswith("urlcheck: "):
-                text = line.removeprefix("urlcheck: ")
-                text = text.replace(str(job.dir / INPUT_FILE), "the CSV")
+            text = _error_of(line)
+            if text is not None:
+                shown = job.record.csv_name if job.record is not None else ""
+                text = text.replace(str(job.dir / INPUT_FILE), shown or "the input")
                 return text.replace(str(job.dir), "the job").replace(str(self.root), "the jobs")[
                     :300
                 ]
@@ -508,6 +512,8 @@ class JobManager:
         options = JobOptions.from_dict(record.options) if record.options else None
         settings = [
             *(options.settings() if options is not None else ()),
+            # the upload cap, held by the crawl too: a sitemap index's rows are counted there
+            f"URLCHECK_MAX_ROWS={self.config.max_rows}",
             *self.config.crawl_settings,
             f"URLCHECK_BLOCK_PRIVATE_INPUT={self.config.block_private_input}",
         ]
@@ -707,3 +713,12 @@ class JobManager:
             if job.index is None or job.index.path != path:
                 job.index = ResultsIndex(path)
             return job.index
+
+
+def _error_of(line: str) -> str | None:
+    """The error a line of a crawl's log states: the command's own (``urlcheck: ...``), or the
+    check spider's on the input it read; None for any other line."""
+    if line.startswith("urlcheck: "):
+        return line.removeprefix("urlcheck: ")
+    _, found, error = line.partition(_SPIDER_ERROR)
+    return error if found else None

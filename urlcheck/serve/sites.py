@@ -18,9 +18,8 @@ from pathlib import Path
 from tldextract import TLDExtract
 
 from urlcheck.check.urls import InvalidURL, host_key, normalise_input
-from urlcheck.input.errors import InputError
 from urlcheck.input.kind import Source, open_source
-from urlcheck.input.sitemap import INDEX, SitemapSource
+from urlcheck.input.sitemap import INDEX, SitemapSource, is_remote
 
 _EXTRACT = TLDExtract(cache_dir=None, suffix_list_urls=(), fallback_to_snapshot=True)
 
@@ -53,18 +52,15 @@ def is_index(source: Source) -> bool:
     return isinstance(source, SitemapSource) and source.root == INDEX
 
 
-def open_upload(path: Path, shown_as: str, sheet: str | None = None) -> Source:
-    """The reader for an uploaded input (CSV, list, sitemap, workbook: found from its content);
-    a sitemap index is refused, as its rows (and so the sites it visits) are only known once
-    the sitemaps it names are fetched. InputError (one line) for a file that is none of them,
-    or a ``sheet`` named for a file that is no workbook or that has no such sheet."""
-    source = open_source(path, sheet=sheet)
-    if is_index(source):
-        source.close()
-        raise InputError(
-            f"{shown_as}: a sitemap index; upload the sitemaps it names (each a <urlset>) instead"
-        )
-    return source
+def index_sites(index: SitemapSource) -> set[str]:
+    """The sites of the http(s) sitemaps an index names: its rows' sites before the crawl has
+    fetched them (sitemaps.org keeps a sitemap's URLs on its own host), to which the sites its
+    chains visit are added as they come."""
+    sites: set[str] = set()
+    for url in index.sitemaps:
+        if is_remote(url):  # as the crawl takes them (a relative one has no base in a file)
+            sites.update(input_sites(url, None))
+    return sites
 
 
 def csv_sites(path: Path) -> tuple[int, set[str]]:
@@ -74,11 +70,8 @@ def csv_sites(path: Path) -> tuple[int, set[str]]:
     rows = 0
     source = open_source(path)
     try:
-        if is_index(source):
-            assert isinstance(source, SitemapSource)
-            for url in source.sitemaps:
-                sites.update(input_sites(url, None))
-            return 0, sites
+        if isinstance(source, SitemapSource) and is_index(source):
+            return 0, index_sites(source)
         for record in source.records():
             rows += 1
             sites.update(input_sites(record.url, record.expected))

@@ -2,7 +2,9 @@
 the rest is read), the form may hold the input file and the allowlisted options only (a form can
 never pass a raw ``-s`` or ``-a``), and the file (a CSV, a plain list, a sitemap, a workbook: the
 kind found from its content, as ``urlcheck check`` finds it) is read by the crawl's own reader
-before a job exists, so a bad file is a 400 with the reader's words and no job."""
+before a job exists, so a bad file is a 400 with the reader's words and no job. Nothing the file
+names is fetched here: a sitemap index's sitemaps are fetched by its job's crawl, politely and
+through the address guard, as any row is."""
 
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 
 from urlcheck.config.crawlconfig import USER_AGENTS
 from urlcheck.input.errors import InputError
-from urlcheck.serve.sites import input_sites, open_upload
+from urlcheck.input.kind import open_source
+from urlcheck.input.sitemap import SitemapSource
+from urlcheck.serve.sites import index_sites, input_sites, is_index
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -173,12 +177,20 @@ async def receive(request: Request, target: Path, max_bytes: int) -> Upload:
 def inspect_csv(path: Path, shown_as: str, max_rows: int, sheet: str = "") -> tuple[int, list[str]]:
     """The input's rows (``sheet``'s, of a workbook) and the sites they name; UploadError 400
     for a file the crawl would refuse (in the reader's words, naming the file as the user knows
-    it), 413 past ``max_rows``."""
+    it), 413 past ``max_rows``. A sitemap index: 0 rows (its crawl counts them once it has
+    fetched its sitemaps, and holds them to ``max_rows`` then) and its sitemaps' sites."""
     rows = 0
     sites: set[str] = set()
     try:
-        source = open_upload(path, shown_as, sheet or None)
+        source = open_source(path, sheet=sheet or None)
         try:
+            if isinstance(source, SitemapSource) and is_index(source):
+                sites = index_sites(source)
+                if not sites:
+                    raise UploadError(
+                        400, f"{shown_as}: a sitemap index that names no http(s) sitemap"
+                    )
+                return 0, sorted(sites)
             for record in source.records():
                 rows += 1
                 if rows > max_rows:

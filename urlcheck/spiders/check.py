@@ -37,7 +37,7 @@ from urlcheck.crawl.failures import classify_failure
 from urlcheck.crawl.requests import RowRequests, retries_spent
 from urlcheck.crawl.responsehead import LocationTooLongError
 from urlcheck.crawl.runtime import ClusterRole, Runtime, runtime
-from urlcheck.crawl.sitemaps import SitemapFetcher, child_urls, is_remote
+from urlcheck.crawl.sitemaps import SitemapFetcher, child_urls
 from urlcheck.crawl.writefailure import write_failed
 from urlcheck.input.csvfile import CsvSource
 from urlcheck.input.duplicates import SameURL
@@ -45,7 +45,7 @@ from urlcheck.input.errors import InputError
 from urlcheck.input.feeder import HostFeeder
 from urlcheck.input.files import read_head
 from urlcheck.input.kind import open_source
-from urlcheck.input.sitemap import INDEX, URLSET, SitemapSource, sitemap_root
+from urlcheck.input.sitemap import INDEX, URLSET, SitemapSource, is_remote, sitemap_root
 from urlcheck.jobs.errors import JobError
 from urlcheck.jobs.files import JobMeta
 from urlcheck.jobs.resultsfile import plan_results
@@ -195,6 +195,8 @@ class CheckSpider(Spider):
         self._source = source
         invalid: list[tuple[int, int]] = []
         count = 0
+        # Past the cap the run is refused before its first request, having read no more.
+        cap = config.max_rows - len(done) if config.max_rows is not None else None
         flags = done.flags() if len(done) and isinstance(source, CsvSource) else None
         if flags is not None and isinstance(source, CsvSource):  # done rows skipped by chunks
             rows = source.records(skip_flags=flags)
@@ -203,6 +205,11 @@ class CheckSpider(Spider):
         try:
             for record in rows:
                 count += 1
+                if cap is not None and count > cap:
+                    raise InputError(
+                        f"{self.input}: more than {config.max_rows:,} rows, the most "
+                        "URLCHECK_MAX_ROWS allows"
+                    )
                 try:
                     host, key = input_host_and_key(record.url)
                 except InvalidURL:
@@ -369,6 +376,11 @@ class CheckSpider(Spider):
             len(parts),
             fetcher.fetched,
         )
+        if index.sitemaps and not parts:  # nothing to check: the run ends as for a bad input
+            raise InputError(
+                f"{self.input}: none of the {len(index.sitemaps)} sitemaps it names could be "
+                "read (the warnings before say why)"
+            )
         return index.with_parts(parts), public
 
     @staticmethod
