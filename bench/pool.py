@@ -34,6 +34,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -51,6 +52,9 @@ from urlcheck.proxypool import (
 )
 from urlcheck.proxypool.store.redis import RedisStore
 
+if TYPE_CHECKING:
+    from urlcheck.proxypool.store.base import Released, Report
+
 TARGETS = {"memory": 150_000, "redis": 5_000}
 OK = Outcome(status=200, latency=0.3)
 FAILED = Outcome(error=ErrorKind.TIMEOUT, latency=10.0)
@@ -60,8 +64,19 @@ def proxy_specs(count: int) -> list[str]:
     return [f"http://user{i}:pw{i}@10.0.{i // 250}.{i % 250 + 1}:3128" for i in range(count)]
 
 
-def make_store(url: str, name: str) -> PoolStore:
-    return store_from_uri(url, name)
+def make_store(url: str, name: str, *, fleet: bool = True) -> PoolStore:
+    return store_from_uri(url, name) if fleet else OwnOutcomesStore(url, name)
+
+
+class OwnOutcomesStore(RedisStore):
+    """The Redis store without the fleet's outcome log: each process judges its own outcomes
+    only, as before issue 26. The speed-up's baseline, measured in the same run: what judging
+    from everyone's outcomes costs on this machine, apart from what the machine allows."""
+
+    def release(
+        self, lease_id: int, proxy_id: str, now: float, gen: int, report: Report | None = None
+    ) -> Released:
+        return super().release(lease_id, proxy_id, now, gen, None)
 
 
 def drop_pool(store: PoolStore) -> None:
@@ -163,9 +178,10 @@ def _proc_pairs(
     seconds: float,
     barrier: multiprocessing.synchronize.Barrier,
     out: multiprocessing.queues.Queue[tuple[int, float, float, float]],
+    fleet: bool = True,
 ) -> None:
     logging.disable(logging.ERROR)
-    store = make_store(store_url, name)
+    store = make_store(store_url, name, fleet=fleet)
     pool = ProxyPool(proxy_specs(20), PoolConfig(), store=store, seed=os.getpid())
     sites = [f"site{i}.example" for i in range(100)]
     for i in range(200):
@@ -252,18 +268,21 @@ def server_cpu(store_url: str) -> float:
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
-def procs_rate(store_url: str, procs: int, seconds: float) -> tuple[float, float]:
+def procs_rate(
+    store_url: str, procs: int, seconds: float, *, fleet: bool = True
+) -> tuple[float, float]:
     """Aggregate pairs per second of `procs` processes on one pool in the store, each on its
     own connection, after a warm-up and a barrier, all running for the same `seconds` (so that
     no process runs alone at the end while the others are done); and the CPU seconds per pair,
-    the processes' and the server's together."""
+    the processes' and the server's together. `fleet`: every process judges everyone's
+    outcomes (else its own only: `OwnOutcomesStore`)."""
     ctx = multiprocessing.get_context("spawn")
     name = f"bench-procs-{secrets.token_hex(3)}"
     barrier = ctx.Barrier(procs)
     out: multiprocessing.queues.Queue[tuple[int, float, float, float]] = ctx.Queue()
     served = server_cpu(store_url)
     workers = [
-        ctx.Process(target=_proc_pairs, args=(store_url, name, seconds, barrier, out))
+        ctx.Process(target=_proc_pairs, args=(store_url, name, seconds, barrier, out, fleet))
         for _ in range(procs)
     ]
     for w in workers:
@@ -278,6 +297,20 @@ def procs_rate(store_url: str, procs: int, seconds: float) -> tuple[float, float
     total = sum(done for done, _, _, _ in spans)
     rate = total / (max(end for _, _, end, _ in spans) - min(start for _, start, _, _ in spans))
     return rate, (sum(cpu for _, _, _, cpu in spans) + served) / total
+
+
+def one_against_four(
+    store_url: str, seconds: float, index: int, fleet: bool
+) -> tuple[float, float, float]:
+    """1 then 4 processes (4 then 1 in odd rounds: a load that rises or falls through a round
+    then favours neither side over the rounds): (1's pairs/s, 4's, 4's CPU a pair)."""
+    if index % 2:
+        four, cpu = procs_rate(store_url, 4, seconds, fleet=fleet)
+        one, _ = procs_rate(store_url, 1, seconds, fleet=fleet)
+    else:
+        one, _ = procs_rate(store_url, 1, seconds, fleet=fleet)
+        four, cpu = procs_rate(store_url, 4, seconds, fleet=fleet)
+    return one, four, cpu
 
 
 @dataclass
@@ -443,7 +476,7 @@ def run(args: argparse.Namespace) -> None:
         )
         for label, config, sites, keys, fail in CASES
     ]
-    speedup = speedup_of_bound = fleet_max = cpu_per_pair = None
+    speedup = speedup_of_bound = fleet_max = cpu_per_pair = own_speedup = own_cpu = None
     if shared:
         print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared machine)")
         pings = ping_rate(args.store, pairs)
@@ -455,29 +488,28 @@ def run(args: argparse.Namespace) -> None:
             f"{min(rate for rate, _, _ in figures) / bound:.2f} x that bound"
         )
         # Interleaved rounds, the median ratio: the load of a shared machine drifts.
-        # Each round runs 1 and 4 processes back to back, in alternate orders (1 then 4, 4 then
-        # 1): a load that rises or falls through a round then favours neither side over the
-        # rounds, where with one order it favoured the same side every round.
-        ratios, of_bound, cpus = [], [], []
+        # Each round also measures the baseline: the same code with each process judging its
+        # own outcomes only (`OwnOutcomesStore`, as before issue 26), in the other order.
+        ratios, of_bound, cpus, own_ratios, own_cpus = [], [], [], [], []
         for index in range(args.rounds):
-            if index % 2:
-                four, cpu = procs_rate(args.store, 4, args.seconds)
-                one, _ = procs_rate(args.store, 1, args.seconds)
-            else:
-                one, _ = procs_rate(args.store, 1, args.seconds)
-                four, cpu = procs_rate(args.store, 4, args.seconds)
-            ratios.append(four / one)
-            cpus.append(cpu)
-            # What the CPUs allow: 4 processes can at best keep every CPU busy.
-            bound = min(4.0, (os.cpu_count() or 1) / (cpu * one))
-            of_bound.append(four / one / bound)
-            print(
-                f"  weighted, 100 sites: 1 process {one:,.0f} pairs/s, 4 processes {four:,.0f} "
-                f"pairs/s = {four / one:.2f} x (target 2.5 x; {1e6 * cpu:.0f} us of CPU "
-                f"per pair, clients and server, so at most {bound:.2f} x on "
-                f"{os.cpu_count()} CPUs, {four / one / bound:.2f} of that; "
-                f"load average {os.getloadavg()[0]:.1f})"
-            )
+            for fleet_wide in (True, False) if index % 2 else (False, True):
+                one, four, cpu = one_against_four(args.store, args.seconds, index, fleet_wide)
+                # What the CPUs allow: 4 processes can at best keep every CPU busy.
+                bound = min(4.0, (os.cpu_count() or 1) / (cpu * one))
+                if fleet_wide:
+                    ratios.append(four / one)
+                    cpus.append(cpu)
+                    of_bound.append(four / one / bound)
+                else:
+                    own_ratios.append(four / one)
+                    own_cpus.append(cpu)
+                print(
+                    f"  weighted, 100 sites, {'the fleet' if fleet_wide else 'own outcomes':<12}"
+                    f": 1 process {one:,.0f} pairs/s, 4 processes {four:,.0f} pairs/s = "
+                    f"{four / one:.2f} x ({1e6 * cpu:.0f} us of CPU per pair, clients and "
+                    f"server, so at most {bound:.2f} x on {os.cpu_count()} CPUs, "
+                    f"{four / one / bound:.2f} of that; load average {os.getloadavg()[0]:.1f})"
+                )
         fleet = [fleet_failures(args.store) for _ in range(args.rounds)]
         fleet_max = max(fleet)
         print(
@@ -487,11 +519,15 @@ def run(args: argparse.Namespace) -> None:
         speedup = round(statistics.median(ratios), 2)
         speedup_of_bound = round(statistics.median(of_bound), 2)
         cpu_per_pair = round(1e6 * statistics.median(cpus))
-        if args.rounds > 1:
-            print(
-                f"  4 processes against 1, median of {args.rounds} rounds: {speedup:.2f} x, "
-                f"{speedup_of_bound:.2f} of what the CPUs allow, {cpu_per_pair} us of CPU a pair"
-            )
+        own_speedup = round(statistics.median(own_ratios), 2)
+        own_cpu = round(1e6 * statistics.median(own_cpus))
+        print(
+            f"  4 processes against 1, median of {args.rounds} rounds: {speedup:.2f} x "
+            f"(target 2.5 x), {speedup_of_bound:.2f} of what the CPUs allow, {cpu_per_pair} us "
+            f"of CPU a pair; each judging its own outcomes only: {own_speedup:.2f} x, "
+            f"{own_cpu} us a pair, so the fleet's judgement keeps {speedup / own_speedup:.2f} of "
+            "that speed-up"
+        )
     else:
         print()
         world_run(args.seed, args.requests)
@@ -511,6 +547,9 @@ def run(args: argparse.Namespace) -> None:
                 # CPU a pair at 4 processes, clients and server (median of the rounds): what
                 # the fleet's sharing costs, far less sensitive to the load than the speedup
                 "procs4_cpu_us_per_pair": cpu_per_pair,
+                # the baseline of the same run: each process judging its own outcomes only
+                "procs4_speedup_own_outcomes": own_speedup,
+                "procs4_cpu_us_per_pair_own_outcomes": own_cpu,
                 # the machine is shared: CPU time tells the code's cost apart from the load
                 "pairs_per_cpu_s_min": round(min(cpu for _, _, cpu in figures)),
                 "load_average": round(os.getloadavg()[0], 1),
