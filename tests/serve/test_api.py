@@ -21,6 +21,7 @@ from urlcheck.jobs.landings import ManyToOneSeen
 from urlcheck.jobs.lock import JobLock
 from urlcheck.serve.config import ServeConfig
 from urlcheck.serve.middleware import CSP
+from urlcheck.serve.record import ServeRecord
 from urlcheck.serve.sites import csv_sites
 
 CSV = "url,expected\nhttp://127.0.0.2:9/a,http://127.0.0.2:9/b\nhttp://127.0.0.3:9/c,\n"
@@ -134,6 +135,61 @@ def test_a_bad_upload_is_a_400_in_words_and_leaves_no_job(
     assert str(tmp_path) not in answer.text
     assert client.get("/api/jobs").json()["jobs"] == []
     assert [p for p in (tmp_path / "jobs").iterdir() if p.is_dir()] == []
+
+
+def test_a_sitemaps_url_instead_of_a_file_makes_a_job_that_fetches_nothing_yet(
+    make_client, tmp_path
+):
+    client = make_client()
+    page = Browserish(client)
+    url = "https://www.example.co.uk/sitemap_index.xml"
+    answer = page.post(
+        "/api/upload",
+        files={"file": ("", b"", "application/octet-stream")},  # no file chosen, as a browser
+        data={"sitemap_url": f"  {url} ", "method": "HEAD"},
+    )
+    assert answer.status_code == 201, answer.text
+    job_id = answer.json()["id"]
+    record = json.loads((tmp_path / "jobs" / job_id / "serve.json").read_text())
+    assert (record["input_url"], record["csv_name"], record["rows"]) == (url, url, 0)
+    assert record["sites"] == ["example.co.uk"] and record["options"]["method"] == "HEAD"
+    assert not (tmp_path / "jobs" / job_id / "input.csv").exists()
+    assert client.get(f"/api/jobs/{job_id}").json()["csv_name"] == url
+
+
+@pytest.mark.parametrize(
+    ("files", "fields", "message"),
+    [
+        (
+            {"file": ("urls.csv", CSV.encode(), "text/csv")},
+            {"sitemap_url": "http://127.0.0.2:9/s.xml"},
+            "give an input file or a sitemap's URL, not both",
+        ),
+        ({}, {"name": "x"}, "no input file in the form"),
+        ({}, {"sitemap_url": "ftp://127.0.0.2/s.xml"}, "sitemap_url must be an http(s) URL"),
+        ({}, {"sitemap_url": "/etc/passwd"}, "sitemap_url must be an http(s) URL"),
+        ({}, {"sitemap_url": "javascript:alert(1)"}, "sitemap_url must be an http(s) URL"),
+        ({}, {"sitemap_url": "http://a b.example/"}, "sitemap_url must be an http(s) URL"),
+        ({}, {"sitemap_url": "http://x.example/\x1b[31m"}, "sitemap_url must be an http(s) URL"),
+    ],
+    ids=["both", "neither", "ftp", "path", "javascript", "space", "control"],
+)
+def test_a_bad_sitemaps_url_is_a_400_and_leaves_no_job(
+    make_client, tmp_path, files, fields, message
+):
+    client = make_client()
+    no_file = {"file": ("", b"", "application/octet-stream")}  # as a browser sends it
+    answer = Browserish(client).post("/api/upload", files=files or no_file, data=fields)
+    assert answer.status_code == 400, answer.text
+    assert message in answer.json()["error"]
+    assert [p for p in (tmp_path / "jobs").iterdir() if p.is_dir()] == []
+
+
+def test_a_serve_json_naming_a_local_path_as_its_sitemap_is_refused(tmp_path):
+    for value in ("/etc/passwd", "file:///etc/passwd", "http://x.example/\n-a", 7):
+        with pytest.raises(ValueError, match="input_url must be an http"):
+            ServeRecord.from_dict({"id": "a", "input_url": value})
+    assert ServeRecord.from_dict({"id": "a"}).input_url == ""
 
 
 SITEMAP_NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'

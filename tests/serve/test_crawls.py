@@ -146,6 +146,31 @@ def test_a_sitemap_index_upload_is_crawled_and_held_to_the_row_cap(serve, site, 
     assert not [e for e in site.log()[before:] if e["path"].startswith("/ok")]
 
 
+def test_a_sitemaps_url_is_fetched_by_the_job_and_kept_for_its_resume(serve, site, tmp_path):
+    # The server fetches nothing: the job's crawl fetches the index and its 2 sitemaps (2 rows
+    # each) through its own downloader and keeps them, the index as the job's input.
+    server: ServeProcess = serve()
+    index = site.url("127.0.0.5", "/sitemap-index.xml?parts=2&n=2&t=serve-url")
+    before = len(site.log())
+    no_file = {"file": ("", b"", "application/octet-stream")}  # the form, as a browser sends it
+    answer = server.post("/api/upload", files=no_file, data={"sitemap_url": index})
+    assert answer.status_code == 201, answer.text
+    job_id = answer.json()["id"]
+    done = server.wait(job_id, lambda s: s["state"] == "done", "the sitemap URL job", 90)
+    assert done["total_rows"] == done["done_rows"] == 4 and done["csv_name"] == index, done
+    assert_exact(tmp_path / "jobs" / job_id / "results.jsonl", 4)
+    paths = [e["path"].split("?")[0] for e in site.log()[before:] if e["host"] == "127.0.0.5"]
+    assert paths.count("/sitemap-index.xml") == 1 and paths.count("/sitemap.xml") == 2, paths
+    assert b"<sitemapindex" in (tmp_path / "jobs" / job_id / "input.csv").read_bytes()
+
+    gone = site.url("127.0.0.5", "/status/404?t=serve-url-gone")
+    answer = server.post("/api/upload", files=no_file, data={"sitemap_url": gone})
+    assert answer.status_code == 201, answer.text
+    job_id = answer.json()["id"]
+    failed = server.wait(job_id, lambda s: s["state"] == "failed", "the missing sitemap", 90)
+    assert failed["failed"] == f"{gone}: the sitemap could not be fetched (HTTP 404)", failed
+
+
 def test_cancel_ends_the_job_and_a_rerun_keeps_the_old_results_aside(serve, site, tmp_path):
     server: ServeProcess = serve()
     rows = 16

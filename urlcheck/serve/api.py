@@ -16,6 +16,7 @@ from urlcheck.reports.source import SourceError
 from urlcheck.serve import downloads
 from urlcheck.serve.manager import INPUT_FILE, RefusedError
 from urlcheck.serve.results import PAGE_DEFAULT, PAGE_MAX, FilterError, Filters, read_after
+from urlcheck.serve.sites import input_sites
 from urlcheck.serve.upload import UploadError, discard, inspect_csv, receive
 
 if TYPE_CHECKING:
@@ -80,13 +81,16 @@ async def upload(request: Request) -> Response:
     job_id, jobdir = await run_in_threadpool(manager.new_job_dir)
     try:
         received = await receive(request, jobdir / INPUT_FILE, config.max_upload_bytes)
-        rows, sites = await run_in_threadpool(
-            inspect_csv,
-            received.csv,
-            received.filename,
-            config.max_rows,
-            received.options.sheet,
-        )
+        if received.csv is None:  # a sitemap's URL: its rows are counted by the job's crawl
+            rows, sites = 0, sorted(input_sites(received.sitemap_url, None))
+        else:
+            rows, sites = await run_in_threadpool(
+                inspect_csv,
+                received.csv,
+                received.filename,
+                config.max_rows,
+                received.options.sheet,
+            )
         await run_in_threadpool(
             functools.partial(
                 manager.create,
@@ -96,6 +100,7 @@ async def upload(request: Request) -> Response:
                 rows=rows,
                 sites=sites,
                 options=received.options,
+                input_url=received.sitemap_url,
             )
         )
     except UploadError as exc:

@@ -523,8 +523,12 @@ class JobManager:
             argv += ["--config", str(self.config.config_file)]
         for setting in settings:
             argv += ["-s", setting]
+        # The job's copy of its input; a sitemap given by URL is fetched by the first crawl,
+        # which keeps it there.
         if (job.dir / INPUT_FILE).is_file():
             argv += ["--", "-a", f"csv={job.dir / INPUT_FILE}"]
+        elif record.input_url:
+            argv += ["--", "-a", f"csv={record.input_url}"]
             if options is not None and options.sheet:
                 argv += ["-a", f"sheet={options.sheet}"]
         pid = self._spawn(argv, log=job.dir / LOG_FILE, env=os.environ)
@@ -554,8 +558,11 @@ class JobManager:
         rows: int,
         sites: Sequence[str],
         options: JobOptions,
+        input_url: str = "",
     ) -> Job:
-        """A job whose directory (``ROOT/job_id``, holding input.csv) the caller made."""
+        """A job whose directory (``ROOT/job_id``, holding input.csv, or for ``input_url``, a
+        sitemap's URL, nothing yet: its crawl keeps the sitemap as input.csv) the caller
+        made."""
         with self.lock:
             jobdir = self.root / job_id
             record = ServeRecord(
@@ -566,6 +573,7 @@ class JobManager:
                 options=options.to_dict(),
                 created_at=utc_iso(self.clock()),
                 sites=sorted(sites),
+                input_url=input_url,
             )
             record.save(jobdir)
             self.refresh()

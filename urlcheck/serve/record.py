@@ -17,6 +17,7 @@ from typing import Any, Self
 
 from urlcheck.jobs.errors import JobFileError
 from urlcheck.jobs.files import atomic_write_json, read_json
+from urlcheck.serve.sites import is_sitemap_url
 
 RECORD_FILE = "serve.json"
 RECORD_VERSION = 1
@@ -45,6 +46,7 @@ class ServeRecord:
     supervisor_start: int | None = None
     sites: list[str] = field(default_factory=list)  # input and expected sites, sorted
     runs: int = 0  # how many times the server started it
+    input_url: str = ""  # a sitemap given by its URL: fetched by the job's first crawl
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +63,7 @@ class ServeRecord:
             "supervisor_start": self.supervisor_start,
             "sites": self.sites,
             "runs": self.runs,
+            "input_url": self.input_url,
         }
 
     @classmethod
@@ -86,6 +89,7 @@ class ServeRecord:
             supervisor_start=None if start is None else int(start),
             sites=[str(s) for s in sites],
             runs=int(data.get("runs", 0)),
+            input_url=_sitemap_url(data.get("input_url", "")),
         )
 
     @classmethod
@@ -102,3 +106,11 @@ class ServeRecord:
 
     def save(self, jobdir: Path) -> None:
         atomic_write_json(jobdir / RECORD_FILE, self.to_dict())
+
+
+def _sitemap_url(value: object) -> str:
+    """serve.json's ``input_url``, checked as the form checks it: the file may come from
+    elsewhere, and a crawl is started on it (never on a local path)."""
+    if not isinstance(value, str) or (value and not is_sitemap_url(value)):
+        raise ValueError("input_url must be an http(s) URL")
+    return value

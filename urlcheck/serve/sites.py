@@ -48,6 +48,15 @@ def input_sites(url: str, expected: str | None) -> Iterable[str]:
                 yield site
 
 
+URL_MAX = 2048  # a sitemap's URL given instead of a file
+
+
+def is_sitemap_url(value: str) -> bool:
+    """Whether a sitemap's URL, given instead of a file (the form, or serve.json read back),
+    is one a crawl may be started on: http(s), printable, no spaces, at most URL_MAX."""
+    return len(value) <= URL_MAX and value.isprintable() and " " not in value and is_remote(value)
+
+
 def is_index(source: Source) -> bool:
     return isinstance(source, SitemapSource) and source.root == INDEX
 

@@ -23,19 +23,21 @@ from urlcheck.config.crawlconfig import USER_AGENTS
 from urlcheck.input.errors import InputError
 from urlcheck.input.kind import open_source
 from urlcheck.input.sitemap import SitemapSource
-from urlcheck.serve.sites import index_sites, input_sites, is_index
+from urlcheck.serve.sites import index_sites, input_sites, is_index, is_sitemap_url
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
 FILE_FIELD = "file"
+URL_FIELD = "sitemap_url"  # instead of a file: a sitemap (or index) the job's crawl fetches
 METHODS = ("GET", "HEAD")
 TEMPORARY = ("fail", "warn")
 MAX_HOPS_LIMIT = 30
 NAME_MAX = 100
 SHEET_MAX = 31  # Excel allows a sheet name 31 characters
 _FORM_FIELDS = frozenset(
-    {FILE_FIELD, "user_agent", "method", "max_hops", "temporary_redirect", "name", "sheet"}
+    {FILE_FIELD, URL_FIELD, "user_agent", "method", "max_hops", "temporary_redirect", "name"}
+    | {"sheet"}
 )
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -118,10 +120,11 @@ def clean_text(value: str, limit: int) -> str:
 
 @dataclass
 class Upload:
-    csv: Path  # the uploaded file (any input kind), in the job's directory-to-be
-    filename: str  # as the browser named it, cleaned
+    csv: Path | None  # the uploaded file (any input kind), in the job's directory-to-be
+    filename: str  # as the browser named it, cleaned; or the sitemap's URL
     name: str
     options: JobOptions
+    sitemap_url: str = ""  # given instead of a file: fetched by the job's crawl
 
 
 async def _capped(request: Request, cap: int) -> AsyncGenerator[bytes, None]:
@@ -142,7 +145,9 @@ async def receive(request: Request, target: Path, max_bytes: int) -> Upload:
         raise UploadError(413, f"the upload is over the limit of {max_bytes:,} bytes")
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         raise UploadError(
-            400, "send the input file as multipart/form-data, in a field named 'file'"
+            400,
+            "send the input file as multipart/form-data, in a field named 'file' (or a "
+            "sitemap's URL in 'sitemap_url')",
         )
     parser = MultiPartParser(
         request.headers, _capped(request, cap), max_files=1, max_fields=8, max_part_size=4096
@@ -156,10 +161,22 @@ async def receive(request: Request, target: Path, max_bytes: int) -> Upload:
         if unknown:
             raise UploadError(400, f"unknown form fields: {', '.join(map(_shown, unknown))}")
         upload = form.get(FILE_FIELD)
-        if not isinstance(upload, UploadFile):
-            raise UploadError(400, "no input file in the form (a file field named 'file')")
         fields = {k: v for k, v in form.items() if isinstance(v, str)}
         options = JobOptions.from_form(fields)
+        url = sitemap_url(fields.get(URL_FIELD, ""))
+        # A browser sends a file field with no file chosen as an empty part without a name.
+        chosen = isinstance(upload, UploadFile) and bool(upload.filename or upload.size)
+        if url and chosen:
+            raise UploadError(400, "give an input file or a sitemap's URL, not both")
+        if url:
+            name = clean_text(fields.get("name", ""), NAME_MAX) or clean_text(url, NAME_MAX)
+            return Upload(None, url, name, options, url)
+        if not chosen or not isinstance(upload, UploadFile):
+            raise UploadError(
+                400,
+                "no input file in the form (a file field named 'file'), nor a sitemap's URL "
+                "('sitemap_url')",
+            )
         size = 0
         with target.open("xb") as out:
             while chunk := await upload.read(1 << 20):
@@ -172,6 +189,18 @@ async def receive(request: Request, target: Path, max_bytes: int) -> Upload:
         return Upload(target, filename, name, options)
     finally:
         await form.close()
+
+
+def sitemap_url(value: str) -> str:
+    """A sitemap's URL as the form gave it, checked (empty: none given); UploadError 400 for
+    one that is no http(s) URL. Fetched later by the job's crawl, under its rules (the address
+    guard, robots.txt, the host's pace), never by the server."""
+    url = value.strip()
+    if not url:
+        return ""
+    if _CONTROL.search(url) or not is_sitemap_url(url):
+        raise UploadError(400, f"sitemap_url must be an http(s) URL, got {_shown(url)}")
+    return url
 
 
 def inspect_csv(path: Path, shown_as: str, max_rows: int, sheet: str = "") -> tuple[int, list[str]]:
