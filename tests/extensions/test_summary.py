@@ -1,16 +1,26 @@
 """The end-of-crawl summary and its stats, from a real crawl: a row's warnings are counted once
-per row (``urlcheck/warning/<name>``) and shown in the summary block."""
+per row (``urlcheck/warning/<name>``) and shown in the summary block; ``many_to_one`` is the
+job's judgement in a job's crawl (no tally of the Summary's own), else the crawl's own."""
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests.conftest import FAST, crawl, write_csv
+from urlcheck.crawl.runtime import runtime
+from urlcheck.extensions.summary import Summary
+from urlcheck.jobs.files import JobMeta
+from urlcheck.jobs.landings import ManyToOneSeen
+from urlcheck.settings import EXTENSIONS
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
 
 pytestmark = pytest.mark.crawl
 
@@ -64,3 +74,79 @@ async def test_warnings_are_counted_per_row_and_summed_up(site, tmp_path, caplog
         "  warnings (rows): host_round_trip 1, location_backslash 3, location_ipv4_numeric 1, "
         "redirect_chain 1, temporary_redirect 1" in block.splitlines()
     )
+
+
+def summary_of(crawler: Crawler) -> Summary:
+    [found] = [e for e in crawler.extensions.middlewares if isinstance(e, Summary)]
+    return found
+
+
+# A job's crawl shows the job's judgement; without a job, or without results.jsonl to judge,
+# the Summary tallies its own rows. Built before JobControl, the Summary finds the job's all
+# the same, and its spider_closed, run first, makes the closing judgement.
+JOB, NO_JOB, NO_RESULTS, SUMMARY_FIRST = "job", "no job", "job without results", "summary first"
+
+
+@pytest.mark.parametrize("mode", [JOB, NO_JOB, NO_RESULTS, SUMMARY_FIRST])
+@deferred_f_from_coro_f
+async def test_many_to_one_is_tallied_once_and_over_the_job(site, tmp_path, caplog, mode):
+    host = "127.0.0.4"
+    catch_all = site.url(host, "/ok?catch-all&summary")
+
+    def to(target: str, n: int) -> str:
+        return site.url(host, f"/redirect/301?to={quote(target, safe='')}&n={n}&summary")
+
+    rows = [(to(catch_all, n), "") for n in range(4)]  # 4 of the host's 6 redirected rows
+    rows.append((to(site.url(host, "/ok?own"), 4), ""))
+    rows.append((to(catch_all, 5), catch_all))  # sent where the sheet says: not counted
+    csv = write_csv(tmp_path / "in.csv", "url,expected\n" + "".join(f"{a},{b}\n" for a, b in rows))
+    job = tmp_path / "job"
+    settings: dict[str, object] = {} if mode == NO_JOB else {"JOBDIR": str(job)}
+    if mode == NO_RESULTS:
+        settings["URLCHECK_RESULTS_ENABLED"] = False
+    if mode == SUMMARY_FIRST:
+        settings["EXTENSIONS"] = {**EXTENSIONS, "urlcheck.extensions.summary.Summary": 50}
+    with caplog.at_level(logging.INFO):
+        _, crawler = await crawl(csv, job / "results.jsonl", **FAST, **settings)
+    stats = crawler.stats.get_stats()
+    assert stats["urlcheck/rows"] == 6
+    assert stats["urlcheck/warning/many_to_one"] == 4
+    assert stats["urlcheck/many_to_one/urls"] == 1
+    messages = [r.message for r in caplog.records]
+    [block] = [m for m in messages if m.startswith("urlcheck summary")]
+    assert f"  many rows, one landing URL (many_to_one): {catch_all} (4 rows)" in block.splitlines()
+
+    summary = summary_of(crawler)
+    if mode in (NO_JOB, NO_RESULTS):
+        assert runtime(crawler).job_landings is None
+        assert summary.landings is not None
+        return
+    assert summary.landings is None  # one tally, JobControl's
+    meta = JobMeta.load(job)
+    assert meta is not None
+    assert meta.many_to_one == ManyToOneSeen([(catch_all, 4)], 1, 4, 6)
+    # Both orders of the two spider_closed handlers were met: the judgement made by either.
+    [closed] = [i for i, m in enumerate(messages) if m.startswith(f"Job {job} done")]
+    assert (messages.index(block) < closed) is (mode == SUMMARY_FIRST)
+
+
+@pytest.mark.parametrize("mode", [JOB, NO_JOB])
+@deferred_f_from_coro_f
+async def test_many_to_one_off_is_counted_nowhere(site, tmp_path, mode):
+    catch_all = site.url("127.0.0.4", "/ok?catch-all&off")
+    rows = [
+        site.url("127.0.0.4", f"/redirect/301?to={quote(catch_all, safe='')}&n={n}&off")
+        for n in range(12)
+    ]
+    csv = write_csv(tmp_path / "in.csv", "url\n" + "".join(f"{url}\n" for url in rows))
+    job = tmp_path / "job"
+    settings = {} if mode == NO_JOB else {"JOBDIR": str(job)}
+    _, crawler = await crawl(
+        csv, job / "results.jsonl", **FAST, **settings, URLCHECK_CHECK_MANY_TO_ONE="off"
+    )
+    stats = crawler.stats.get_stats()
+    assert stats["urlcheck/redirected"] == 12
+    assert "urlcheck/warning/many_to_one" not in stats
+    assert "urlcheck/many_to_one/urls" not in stats
+    assert runtime(crawler).job_landings is None
+    assert summary_of(crawler).landings is None

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from urlcheck.input.feeder import HostFeeder
     from urlcheck.input.kind import Source
     from urlcheck.jobs.context import JobContext
+    from urlcheck.jobs.landings import ManyToOneSeen
     from urlcheck.jobs.resultsfile import ResultsPlan
     from urlcheck.proxypool import ProxyPool
 
@@ -53,6 +54,9 @@ class Runtime:
         self.results: ResultsPlan | None = None
         self.job_context: JobContext | None = None
         self.total_rows = 0
+        # Set by JobControl when it judges many_to_one over the whole job: its judgement as the
+        # crawl closes, made by the first call (the Summary shows it and keeps no tally).
+        self.job_landings: Callable[[], ManyToOneSeen | None] | None = None
         # Set by the proxy middleware when proxies are configured:
         self.proxy_pool: ProxyPool | None = None
         # Set by the check spider: how rows become requests and chains lines.

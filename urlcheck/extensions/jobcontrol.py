@@ -16,7 +16,8 @@ meta.json's ``many_to_one`` is judged over the whole job's results.jsonl, read f
 (a resumed job's earlier rows a bounded part per write, the rest when the spider closes) into a
 compact :class:`~urlcheck.jobs.landings.LandingHashes`; judging costs a pass over the
 redirected rows, so it is repeated at most every :data:`JUDGE_EVERY` seconds (longer when it is
-slow), and once more at the close.
+slow), and once more at the close. That closing judgement is the crawl's only one: the Summary
+extension shows and counts it (``Runtime.job_landings``) rather than keeping a tally of its own.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from urlcheck.jobs.files import (
     JobMeta,
     JobState,
 )
-from urlcheck.jobs.landings import LandingHashes
+from urlcheck.jobs.landings import LandingHashes, ManyToOneSeen
 from urlcheck.jobs.lock import held_since
 from urlcheck.jobs.progress import Heartbeat, RunRate
 from urlcheck.jobs.reserve import release_reserve
@@ -141,6 +142,7 @@ class JobControl:
         self._landings: LandingHashes | None = None
         self._judged_lines = -1  # lines the last judgement covered (-1: none yet)
         self._judge_after = -math.inf
+        self._judged_at_close = False  # closing_landings judged (it does once)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -153,6 +155,9 @@ class JobControl:
             (audit.many_to_one_rows, audit.many_to_one_share) if audit.on("many_to_one") else None
         )
         extension = cls(crawler, Path(jobdir), config.jobs, many_to_one=many_to_one)
+        if many_to_one is not None and config.results_enabled:
+            # (Without results.jsonl the job's judgement has none of this run's rows.)
+            runtime(crawler).job_landings = extension.closing_landings
         connect = crawler.signals.connect
         connect(extension.spider_opened, signal=signals.spider_opened)
         connect(extension.spider_closed, signal=signals.spider_closed)
@@ -196,10 +201,7 @@ class JobControl:
             return
         now = self.monotonic()
         self._catch_up()
-        try:
-            self._judge_landings(now, closing=True)
-        except OSError:  # the job's state is written all the same
-            logger.exception("Job %s: could not judge many_to_one", self.jobdir)
+        self.closing_landings()
         if reason == "cancelled":
             self.state = JobState.CANCELLED
         elif reason == "finished" and context.done_rows >= context.total_rows:
@@ -230,6 +232,21 @@ class JobControl:
             meta.total_rows,
             context.results_path,
         )
+
+    def closing_landings(self) -> ManyToOneSeen | None:
+        """many_to_one over the whole job as the crawl closes, judged by the first call: this
+        extension's spider_closed, or the Summary's (``Runtime.job_landings``) if it runs first.
+        None without a job context (the spider closed before it had one) or with the check off.
+        """
+        if self._find_context() is None or self.meta is None:
+            return None
+        if not self._judged_at_close:
+            self._judged_at_close = True
+            try:
+                self._judge_landings(self.monotonic(), closing=True)
+            except OSError:  # the job's state is written all the same
+                logger.exception("Job %s: could not judge many_to_one", self.jobdir)
+        return self.meta.many_to_one
 
     # --- the tick --------------------------------------------------------------------------
 

@@ -2,8 +2,10 @@
 
 A row's warnings (``temporary_redirect`` when only warned of, the Location warnings of its hops)
 are counted once per row: ``urlcheck/warning/location_backslash`` is the rows that met one.
-``many_to_one`` needs every row: it is counted when the crawl closes, over this run's rows
-(docs/urls-and-verdicts.md section 9.1), and its landing URLs listed in the summary.
+``many_to_one`` needs every row: it is counted when the crawl closes (docs/urls-and-verdicts.md
+section 9.1), and its landing URLs listed in the summary. A job's crawl shows JobControl's
+judgement over the whole job (``Runtime.job_landings``) and keeps no tally; a crawl without a
+job tallies its own rows.
 Rows a bot wall answered (``blocked``) are counted by the wall's vendor:
 ``urlcheck/blocked/cloudflare``."""
 
@@ -15,14 +17,17 @@ from typing import TYPE_CHECKING, Self
 from scrapy import signals
 
 from urlcheck.check.chain import GENERIC_WALL
-from urlcheck.check.manytoone import LandingTally, expected_reached
+from urlcheck.check.manytoone import LandingTally, ManyToOne, expected_reached
 from urlcheck.check.printable import printable
 from urlcheck.check.result import Result, status_class
 from urlcheck.crawl.runtime import runtime
+from urlcheck.jobs.landings import ManyToOneSeen
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
+
+    from urlcheck.crawl.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
@@ -31,21 +36,19 @@ MANY_TO_ONE_SHOWN = 5  # landing URLs listed in the summary block
 
 
 class Summary:
-    def __init__(self, stats: StatsCollector, landings: LandingTally | None = None) -> None:
+    def __init__(self, stats: StatsCollector, rt: Runtime) -> None:
         self.stats = stats
-        self.landings = landings  # None: many_to_one is off
+        self.runtime = rt
+        # many_to_one over this crawl's rows, made at its first redirected row: never with the
+        # check off, nor when the job judges it (rt.job_landings, looked at then rather than
+        # here, whichever extension was built first).
+        self.landings: LandingTally | None = None
         self.block = ""  # the summary block, once the spider has closed (urlcheck check prints it)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         assert crawler.stats is not None
-        audit = runtime(crawler).config.check.audit
-        landings = (
-            LandingTally(audit.many_to_one_rows, audit.many_to_one_share)
-            if audit.on("many_to_one")
-            else None
-        )
-        extension = cls(crawler.stats, landings)
+        extension = cls(crawler.stats, runtime(crawler))
         crawler.signals.connect(extension.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
@@ -72,17 +75,31 @@ class Summary:
                 inc(f"urlcheck/reason/{reason}")
         for warning in item.warnings:  # each once per row (urlcheck.check.result.hop_warnings)
             inc(f"urlcheck/warning/{warning}")
-        if self.landings is not None and item.hops and item.final_url is not None:
+        if item.hops and item.final_url is not None and (landings := self._tally()) is not None:
             reached = expected_reached(item.expected, item.reasons)
-            self.landings.add(
+            landings.add(
                 item.row, item.requested_url, item.final_url, item.hops, expected_reached=reached
             )
 
+    def _tally(self) -> LandingTally | None:
+        if self.landings is None and self.runtime.job_landings is None:
+            audit = self.runtime.config.check.audit
+            if audit.on("many_to_one"):
+                self.landings = LandingTally(audit.many_to_one_rows, audit.many_to_one_share)
+        return self.landings
+
+    def _many_to_one(self) -> ManyToOneSeen | None:
+        """The flagged landings: this crawl's own, or the job's closing judgement."""
+        if self.landings is not None:
+            return _seen(self.landings.result())
+        judged = self.runtime.job_landings
+        return judged() if judged is not None else None
+
     def spider_closed(self, reason: str) -> None:
-        many = self.landings.result() if self.landings is not None else None
+        many = self._many_to_one()
         if many is not None and many.rows:
-            self.stats.set_value("urlcheck/warning/many_to_one", len(many.rows))
-            self.stats.set_value("urlcheck/many_to_one/urls", len(many.landings))
+            self.stats.set_value("urlcheck/warning/many_to_one", many.rows)
+            self.stats.set_value("urlcheck/many_to_one/urls", many.landings)
         stats = self.stats.get_stats()
         lines = [f"urlcheck summary ({reason}): {stats.get('urlcheck/rows', 0)} rows checked"]
         for title, prefix in (
@@ -102,16 +119,21 @@ class Summary:
                 lines.append(f"  {title}: {stats[key]}")
         if many is not None and many.landings:
             shown = "; ".join(
-                f"{printable(x.url)} ({len(x.rows)} rows)"
-                for x in many.landings[:MANY_TO_ONE_SHOWN]
+                f"{printable(url)} ({rows} rows)" for url, rows in many.urls[:MANY_TO_ONE_SHOWN]
             )
-            more = len(many.landings) - MANY_TO_ONE_SHOWN
+            more = many.landings - MANY_TO_ONE_SHOWN
             lines.append(
                 f"  many rows, one landing URL (many_to_one): {shown}"
                 + (f"; and {more} more" if more > 0 else "")
             )
         self.block = "\n".join(lines)
         logger.info("%s", self.block)
+
+
+def _seen(many: ManyToOne) -> ManyToOneSeen:
+    """A crawl's own judgement in the shape of the job's."""
+    urls = [(x.url, len(x.rows)) for x in many.landings[:MANY_TO_ONE_SHOWN]]
+    return ManyToOneSeen(urls, len(many.landings), len(many.rows))
 
 
 def wall_vendor(item: Result) -> str:

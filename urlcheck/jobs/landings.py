@@ -1,5 +1,6 @@
 """``many_to_one`` over a whole job's results.jsonl, kept compact enough for a million-row job,
-for ``scrapy job status`` (docs/jobs.md; the check: docs/urls-and-verdicts.md section 9.1).
+for ``scrapy job status`` and a job crawl's summary (docs/jobs.md; the check:
+docs/urls-and-verdicts.md section 9.1).
 
 Both judge with :class:`~urlcheck.check.manytoone.HashedLandings`, three 8-byte numbers per
 redirected row (24 MB a million): :class:`LandingHashes` reads results.jsonl, where the rows
