@@ -527,10 +527,10 @@ class JobManager:
         # which keeps it there.
         if (job.dir / INPUT_FILE).is_file():
             argv += ["--", "-a", f"csv={job.dir / INPUT_FILE}"]
-        elif record.input_url:
-            argv += ["--", "-a", f"csv={record.input_url}"]
             if options is not None and options.sheet:
                 argv += ["-a", f"sheet={options.sheet}"]
+        elif record.input_url:
+            argv += ["--", "-a", f"csv={record.input_url}"]
         pid = self._spawn(argv, log=job.dir / LOG_FILE, env=os.environ)
         self.children[pid] = job.id
         job.child = pid
