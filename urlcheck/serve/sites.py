@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TypeGuard
 
 from tldextract import TLDExtract
 
@@ -22,6 +23,7 @@ from urlcheck.input.kind import Source, open_source
 from urlcheck.input.sitemap import INDEX, SitemapSource, is_remote
 
 _EXTRACT = TLDExtract(cache_dir=None, suffix_list_urls=(), fallback_to_snapshot=True)
+URL_MAX = 2048  # a sitemap's URL given instead of a file
 
 
 @functools.lru_cache(maxsize=65536)
@@ -48,16 +50,13 @@ def input_sites(url: str, expected: str | None) -> Iterable[str]:
                 yield site
 
 
-URL_MAX = 2048  # a sitemap's URL given instead of a file
-
-
 def is_sitemap_url(value: str) -> bool:
     """Whether a sitemap's URL, given instead of a file (the form, or serve.json read back),
     is one a crawl may be started on: http(s), printable, no spaces, at most URL_MAX."""
     return len(value) <= URL_MAX and value.isprintable() and " " not in value and is_remote(value)
 
 
-def is_index(source: Source) -> bool:
+def is_index(source: Source) -> TypeGuard[SitemapSource]:
     return isinstance(source, SitemapSource) and source.root == INDEX
 
 
@@ -79,7 +78,7 @@ def csv_sites(path: Path) -> tuple[int, set[str]]:
     rows = 0
     source = open_source(path)
     try:
-        if isinstance(source, SitemapSource) and is_index(source):
+        if is_index(source):
             return 0, index_sites(source)
         for record in source.records():
             rows += 1

@@ -22,7 +22,6 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 from urlcheck.config.crawlconfig import USER_AGENTS
 from urlcheck.input.errors import InputError
 from urlcheck.input.kind import open_source
-from urlcheck.input.sitemap import SitemapSource
 from urlcheck.serve.sites import index_sites, input_sites, is_index, is_sitemap_url
 
 if TYPE_CHECKING:
@@ -213,7 +212,7 @@ def inspect_csv(path: Path, shown_as: str, max_rows: int, sheet: str = "") -> tu
     try:
         source = open_source(path, sheet=sheet or None)
         try:
-            if isinstance(source, SitemapSource) and is_index(source):
+            if is_index(source):
                 sites = index_sites(source)
                 if not sites:
                     raise UploadError(
