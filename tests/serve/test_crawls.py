@@ -169,6 +169,20 @@ def test_a_sitemaps_url_is_fetched_by_the_job_and_kept_for_its_resume(serve, sit
     job_id = answer.json()["id"]
     failed = server.wait(job_id, lambda s: s["state"] == "failed", "the missing sitemap", 90)
     assert failed["failed"] == f"{gone}: the sitemap could not be fetched (HTTP 404)", failed
+    # A re-run tries the URL again (the job has no copy of it).
+    asked = [e for e in site.log() if "t=serve-url-gone" in e["path"]]
+    assert len(asked) == 1
+    assert server.post(f"/api/jobs/{job_id}/rerun").status_code == 202
+    again = server.wait(
+        job_id,
+        lambda s: (
+            s["state"] == "failed"
+            and len([e for e in site.log() if "t=serve-url-gone" in e["path"]]) == 2
+        ),
+        "the re-run of the missing sitemap",
+        90,
+    )
+    assert again["failed"] == failed["failed"]
 
 
 def test_cancel_ends_the_job_and_a_rerun_keeps_the_old_results_aside(serve, site, tmp_path):
