@@ -96,6 +96,7 @@ def crawl(tmp: Path, name: str, rows: list[Row], *settings: str) -> list[dict[st
     out = tmp / f"{name}.jsonl"
     quick = ["LOG_LEVEL=WARNING", "DOWNLOAD_DELAY=0", "AUTOTHROTTLE_ENABLED=False"]
     quick += ["RETRY_TIMES=0", "DOWNLOAD_TIMEOUT=5", f"URLCHECK_USER_AGENT={agent(name)}"]
+    quick.append(f"JOBDIR={tmp / 'jobs' / name}")  # the default job would be in the checkout
     done = run(crawl_argv("-a", f"csv={csv}", "-a", f"out={out}", settings=(*quick, *settings)))
     sys.stderr.write(done.stderr)  # as if it had run in the foreground
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
@@ -112,6 +113,7 @@ def crawl_input(
     if jobdir is None:
         out = tmp / f"{name}.jsonl"
         args += ["-a", f"out={out}"]
+        quick.append(f"JOBDIR={tmp / 'jobs' / name}")  # the default job would be in the checkout
     else:
         out = jobdir / "results.jsonl"
         quick.append(f"JOBDIR={jobdir}")

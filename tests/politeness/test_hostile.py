@@ -215,8 +215,14 @@ async def test_a_new_run_of_the_job_starts_at_the_pace_the_last_one_learned(
 
 def _crawl_in_child(csv: Path, out: Path, *settings: str) -> int:
     """Peak RSS (MiB) of a ``scrapy crawl check`` process, measured by a parent of its own."""
+    # (its own JOBDIR: the default job would be in the checkout, the child's directory)
+    jobdir = out.with_name(f"{out.stem}-job")
     args = crawl_argv(
-        "-a", f"csv={csv}", "-a", f"out={out}", settings=["LOG_LEVEL=WARNING", *settings]
+        "-a",
+        f"csv={csv}",
+        "-a",
+        f"out={out}",
+        settings=["LOG_LEVEL=WARNING", f"JOBDIR={jobdir}", *settings],
     )
     probe = (
         "import resource, subprocess, sys\n"
