@@ -66,8 +66,14 @@ def crawl(
 ) -> tuple[float, int]:
     """Run ``scrapy crawl check``; returns (peak RSS MiB within the first 60 s, exit code).
     ``traced``: (breakdown file, seconds) runs it under bench/_traced.py instead."""
+    # A job of its own beside its results (the default job would be in the checkout).
+    jobdir = out.with_name(f"{out.stem}-job")
     argv = crawl_argv(
-        "-a", f"csv={csv}", "-a", f"out={out}", settings=["LOG_LEVEL=WARNING", *settings]
+        "-a",
+        f"csv={csv}",
+        "-a",
+        f"out={out}",
+        settings=["LOG_LEVEL=WARNING", f"JOBDIR={jobdir}", *settings],
     )
     if traced is not None:  # python -m scrapy ... -> python _traced.py OUT SECONDS scrapy ...
         tool = [str(REPO / "bench" / "_traced.py"), str(traced[0]), str(traced[1])]
