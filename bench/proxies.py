@@ -79,7 +79,9 @@ def write_csv(path: Path, urls: list[str]) -> Path:
 
 def crawl(csv_path: Path, out: Path, settings: dict[str, str], timeout: float = 300) -> float:
     """Run ``scrapy crawl check``; returns the wall time in seconds."""
-    settings_ = ["LOG_LEVEL=WARNING", *(f"{name}={value}" for name, value in settings.items())]
+    # (a job of its own beside its results: the default job would be in the checkout)
+    settings_ = ["LOG_LEVEL=WARNING", f"JOBDIR={out.with_name(f'{out.stem}-job')}"]
+    settings_ += [f"{name}={value}" for name, value in settings.items()]
     argv = crawl_argv("-a", f"csv={csv_path}", "-a", f"out={out}", settings=settings_)
     began = time.monotonic()
     subprocess.run(argv, cwd=REPO, env=project_env(), check=True, timeout=timeout)
