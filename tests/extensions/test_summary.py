@@ -13,6 +13,7 @@ import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests.conftest import FAST, crawl, write_csv
+from tests.spiders.test_audit import catch_all_csv
 from urlcheck.crawl.runtime import runtime
 from urlcheck.extensions.summary import Summary
 from urlcheck.jobs.files import JobMeta
@@ -90,16 +91,7 @@ JOB, NO_JOB, NO_RESULTS, SUMMARY_FIRST = "job", "no job", "job without results",
 @pytest.mark.parametrize("mode", [JOB, NO_JOB, NO_RESULTS, SUMMARY_FIRST])
 @deferred_f_from_coro_f
 async def test_many_to_one_is_tallied_once_and_over_the_job(site, tmp_path, caplog, mode):
-    host = "127.0.0.4"
-    catch_all = site.url(host, "/ok?catch-all&summary")
-
-    def to(target: str, n: int) -> str:
-        return site.url(host, f"/redirect/301?to={quote(target, safe='')}&n={n}&summary")
-
-    rows = [(to(catch_all, n), "") for n in range(4)]  # 4 of the host's 6 redirected rows
-    rows.append((to(site.url(host, "/ok?own"), 4), ""))
-    rows.append((to(catch_all, 5), catch_all))  # sent where the sheet says: not counted
-    csv = write_csv(tmp_path / "in.csv", "url,expected\n" + "".join(f"{a},{b}\n" for a, b in rows))
+    catch_all, csv = catch_all_csv(site, tmp_path, "&summary")
     job = tmp_path / "job"
     settings: dict[str, object] = {} if mode == NO_JOB else {"JOBDIR": str(job)}
     if mode == NO_RESULTS:

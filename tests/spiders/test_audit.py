@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -73,20 +74,28 @@ async def test_each_check_is_found_on_its_row(site, tmp_path):
     assert stats["urlcheck/warning/noindex"] == 2
 
 
+def catch_all_csv(site, tmp_path: Path, tag: str = "") -> tuple[str, Path]:
+    """Six rows of one host redirected: four to one catch-all page (many_to_one by the share
+    rule), one to a page of its own, one to the catch-all its expected target names (not
+    counted). The catch-all's URL, and the CSV."""
+    host = "127.0.0.4"
+    catch_all = site.url(host, f"/ok?catch-all{tag}")
+
+    def to(target: str, n: int) -> str:
+        return site.url(host, f"/redirect/301?to={quote(target, safe='')}&n={n}{tag}")
+
+    rows = [(to(catch_all, n), "") for n in range(4)]
+    rows.append((to(site.url(host, "/ok?own"), 4), ""))
+    rows.append((to(catch_all, 5), catch_all))
+    text = "url,expected\n" + "".join(f"{a},{b}\n" for a, b in rows)
+    return catch_all, write_csv(tmp_path / "in.csv", text)
+
+
 @deferred_f_from_coro_f
 async def test_many_rows_landing_on_one_url_are_counted_when_the_crawl_closes(
     site, tmp_path, caplog
 ):
-    host = "127.0.0.4"
-    catch_all = site.url(host, "/ok?catch-all")
-
-    def to(target: str, n: int) -> str:
-        return site.url(host, f"/redirect/301?to={quote(target, safe='')}&n={n}")
-
-    rows = [(to(catch_all, n), "") for n in range(4)]  # 4 of the host's 6 redirected rows
-    rows.append((to(site.url(host, "/ok?own"), 4), ""))
-    rows.append((to(catch_all, 5), catch_all))  # sent where the sheet says: not counted
-    csv = write_csv(tmp_path / "in.csv", "url,expected\n" + "".join(f"{a},{b}\n" for a, b in rows))
+    catch_all, csv = catch_all_csv(site, tmp_path)
     with caplog.at_level(logging.INFO, logger="urlcheck.extensions.summary"):
         results, crawler = await crawl(csv, tmp_path / "out.jsonl", **FAST)
     assert len(results) == 6 and all(r["final_status"] == 200 for r in results)
