@@ -155,6 +155,18 @@ def test_a_sitemaps_url_instead_of_a_file_makes_a_job_that_fetches_nothing_yet(
     assert record["sites"] == ["example.co.uk"] and record["options"]["method"] == "HEAD"
     assert not (tmp_path / "jobs" / job_id / "input.csv").exists()
     assert client.get(f"/api/jobs/{job_id}").json()["csv_name"] == url
+    # The URL is the user's, but shown as text: no markup from it reaches a page.
+    hostile = 'http://x.example/"><img/src=x/onerror=alert(1)>'
+    answer = page.post(
+        "/api/upload",
+        files={"file": ("", b"", "application/octet-stream")},
+        data={"sitemap_url": hostile},
+    )
+    assert answer.status_code == 201, answer.text
+    shown = answer.json()["id"]
+    for html_page in (client.get(f"/jobs/{shown}").text, client.get("/").text):
+        assert "<img" not in html_page
+        assert "http://x.example/&#34;&gt;&lt;img/src=x/onerror=alert(1)&gt;" in html_page
 
 
 @pytest.mark.parametrize(

@@ -104,6 +104,22 @@ def test_a_user_checks_a_sitemaps_url_in_chromium(serve, site, browser):
     wait_for(lambda: "/jobs/" in browser.current_url, "the job page")
     wait_for(lambda: text(browser, "#state") == "done", "the job done", 90)
     assert text(browser, "#total") == "4" and text(browser, "#done") == "4"
+    # A URL carrying markup is shown as the text it is, on the job page and in the jobs list.
+    hostile = site.url("127.0.0.6", '/status/404?"><img/src=x/onerror=alert(1)>')
+    browser.get(server.url + "/new")
+    browser.find_element("id", "sitemap_url").send_keys(hostile)
+    browser.find_element("id", "upload-submit").click()
+    wait_for(lambda: "/jobs/" in browser.current_url, "the hostile URL's job page")
+    wait_for(lambda: text(browser, "#state") == "failed", "the hostile URL's job failed", 90)
+    assert text(browser, "#csv-name") == hostile
+    browser.get(server.url + "/")
+    wait_for(lambda: hostile in browser.find_element("tag name", "body").text, "the jobs list")
+    assert browser.find_elements("css selector", "img") == []
+    try:
+        browser.switch_to.alert.accept()
+        raise AssertionError("a dialog opened")
+    except NoAlertPresentException:
+        pass
     # (the refused form's 400 is logged as a failed load: nothing else went wrong)
     assert [e for e in severe(browser) if "/api/upload - " not in e["message"]] == []
 
