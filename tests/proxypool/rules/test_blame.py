@@ -4,6 +4,7 @@ from urlcheck.proxypool.rules.blame import (
     green_row,
     our_side_reason,
     outliers,
+    pool_works_since,
     site_fault_reason,
     site_verdict,
 )
@@ -44,6 +45,24 @@ def test_same_stretch_of_time_only() -> None:
     old = [(float(t), "peer", 0) for t in range(30)]
     verdict = site_verdict(old, "me", start=500.0, end=501.0, own_success=0.0, cfg=CFG)
     assert verdict is Verdict.UNKNOWN
+
+
+def test_outcomes_that_arrive_late_still_count() -> None:
+    """Another process's successes come in a batch, after later outcomes (docs/proxypool.md):
+    a scan that stopped at the first older time would miss the newer ones behind them."""
+    own = [(100.0 + t, f"p{t % 3}", 0) for t in range(3)]  # peers green since the failures
+    batch = [(90.0 + t / 10, f"q{t % 3}", FAIL) for t in range(5)]  # red before them, late
+    rows = [*own, *batch]
+    assert site_verdict(rows, "me", start=100.0, end=103.0, own_success=0.0, cfg=CFG) is (
+        Verdict.PROXY
+    )
+    pool = [(at, who, code, "a.test") for at, who, code in rows]
+    assert pool_works_since(pool, "me", 100.0, CFG) is True
+    # before the failures began, only to make up a shortfall, newest first
+    failing = [(95.0, "q0", FAIL), (96.0, "q1", FAIL), (100.0, "p0", 0), (90.0, "q2", 0)]
+    assert site_verdict(failing, "me", start=100.0, end=100.0, own_success=0.0, cfg=CFG) is (
+        Verdict.SITE
+    )
 
 
 def test_peers_must_be_clearly_better() -> None:

@@ -119,7 +119,9 @@ def judge_proxy(
         span = spans.get(s)
         if span is None:
             spans[s] = [at, at]
-        else:
+        elif at < span[0]:
+            span[0] = at  # (another process's failure may arrive after a later one)
+        elif at > span[1]:
             span[1] = at
     verdicts: dict[str, blame.Verdict] = {}
     for s, (start, end) in spans.items():

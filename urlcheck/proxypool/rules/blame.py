@@ -30,9 +30,10 @@ __all__ = [
     "site_verdict",
 ]
 
-# (time, proxy id, outcome code), newest last
+# (time, proxy id, outcome code), in the order they arrived: other processes' outcomes come in
+# batches, up to a second after later ones (docs/proxypool.md), so no scan stops at an old time
 SiteEntry = tuple[float, str, int]
-# (time, proxy id, outcome code, site), newest last
+# (time, proxy id, outcome code, site), likewise
 PoolEntry = tuple[float, str, int, str]
 
 
@@ -117,19 +118,27 @@ def site_verdict(
     """
     low = start - cfg.blame_lookback
     high = end + cfg.blame_lookback
+    least = cfg.blame_min_peer_outcomes
     seen = fails = 0
+    before: list[tuple[float, int]] = []  # (time, code) from before `start`: a make-up
     for index in range(len(entries) - 1, -1, -1):
         entry = entries[index]
         at, who, code = entry[0], entry[1], entry[2]
-        if at < low or (at < start and seen >= cfg.blame_min_peer_outcomes):
-            break
-        if at > high or who == proxy_id:
+        if at > high or at < low or who == proxy_id:
+            continue
+        if at < start:
+            before.append((at, code))
             continue
         seen += 1
         fails += code & FAIL
         if seen >= cfg.blame_peer_outcomes:
             break
-    if seen < cfg.blame_min_peer_outcomes:
+    if seen < least and before:
+        before.sort(reverse=True)  # newest first
+        for _, code in before[: least - seen]:
+            seen += 1
+            fails += code & FAIL
+    if seen < least:
         return Verdict.UNKNOWN
     peers = 1.0 - fails / seen
     if peers > cfg.site_fault_below and peers >= own_success + cfg.blame_margin:
@@ -147,7 +156,7 @@ def pool_works_since(
     for index in range(len(entries) - 1, -1, -1):
         at, who, code, _ = entries[index]
         if at < start:
-            break
+            continue
         if who != proxy_id:
             seen += 1
             fails += code & FAIL
