@@ -20,10 +20,11 @@ from urlcheck.proxypool import (
     ProxyPool,
     StoreUnavailable,
 )
+from urlcheck.proxypool.rules.health import State
 from urlcheck.proxypool.store import store_from_uri
 from urlcheck.proxypool.store.redis import RedisStore
 
-from .sim import AUTH, CONTROL_URLS, OK, proxy_urls
+from .sim import AUTH, CONTROL_URLS, OK, TIMEOUT, proxy_urls
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -233,3 +234,86 @@ def test_a_restart_empties_the_books_leases_too(server: RedisServer) -> None:
     pool.release(other, OK)
     assert [p["active"] for p in pool.snapshot()["proxies"]] == [0, 0]
     pool.close()
+
+
+def test_successes_reach_the_fleet_in_batches_and_a_failure_at_once(server: RedisServer) -> None:
+    """Another process hears a failure with this process's next write, the successes before
+    it in order; successes alone go in batches: 32 of them, the oldest a second old, the
+    maintenance call, `flush` and `close` (docs/proxypool.md, *One fleet, one judgement*)."""
+    clock = ManualClock()
+    teller, hearer = (
+        ProxyPool(
+            proxy_urls(20),
+            PoolConfig(),
+            store=RedisStore(server.url, "t", server_time=False),
+            clock=clock,
+            seed=seed,
+        )
+        for seed in (1, 2)
+    )
+
+    def heard() -> int:
+        total: int = hearer.snapshot()["totals"]["outcomes_total"]
+        return total
+
+    def succeed(times: int) -> None:
+        for _ in range(times):
+            teller.release(teller.acquire("a.test"), OK)
+            clock.advance(0.001)
+
+    succeed(5)
+    assert heard() == 0
+    lease = teller.acquire("b.test")
+    teller.release(lease, TIMEOUT)
+    assert heard() == 6
+    cell = hearer.snapshot()["matrix"]["b.test"][lease.proxy.id]
+    assert (cell["outcomes"], cell["success_rate"]) == (1, 0.0)
+    succeed(31)
+    assert heard() == 6
+    succeed(1)  # the 32nd
+    assert heard() == 38
+    succeed(1)
+    lease = teller.acquire("a.test")
+    clock.advance(1.0)
+    teller.release(lease, OK)  # the oldest held back is a second old
+    assert heard() == 40
+    succeed(1)
+    teller.snapshot()  # its maintenance call
+    assert heard() == 41
+    succeed(2)
+    teller.flush()
+    assert heard() == 43
+    succeed(3)
+    teller.close()
+    assert heard() == 46
+    hearer.close()
+
+
+def test_a_process_that_only_watches_shows_the_states_others_committed(
+    server: RedisServer,
+) -> None:
+    """The maintenance call (once a second, and each `snapshot`) brings the shared states
+    when the store has moved on: a process that leases nothing still shows a quarantine
+    another process decided, not the state it last judged itself."""
+    clock = ManualClock()
+    deciding, watching = (
+        ProxyPool(
+            proxy_urls(3),
+            PoolConfig(),
+            store=RedisStore(server.url, "t", server_time=False),
+            clock=clock,
+            seed=seed,
+        )
+        for seed in (1, 2)
+    )
+    watching.snapshot()
+    target = deciding.proxies[0].id
+    store = deciding._store
+    gen = store.load(clock()).gen
+    until = clock() + 60.0
+    assert store.commit(gen, {target: (State.QUARANTINED, until)}, [], clock()).ok
+    shown = {p["id"]: p for p in watching.snapshot()["proxies"]}
+    assert shown[target]["state"] == "quarantined"
+    assert shown[target]["quarantined_until"] == until
+    deciding.close()
+    watching.close()

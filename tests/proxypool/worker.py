@@ -135,6 +135,7 @@ def fleet(url: str, steps: int) -> None:
     for lease in inflight:
         failures += lease.proxy.id == dead
         p.release(lease, TIMEOUT if lease.proxy.id == dead else OK)
+    p.flush()  # the successes held back, for the others' snapshots
     print(json.dumps({"done": True}), flush=True)
     sys.stdin.readline()  # every process is done: a process that ran ahead sees the others' too
     states = {x["id"]: x["state"] for x in p.snapshot()["proxies"]}
@@ -168,6 +169,7 @@ def world(url: str, steps: int) -> None:
         else:
             outcome = OK
         p.release(lease, outcome)
+    p.flush()  # the successes held back, for the others' snapshots
     print(json.dumps({"done": True}), flush=True)
     sys.stdin.readline()  # every process is done: the log is complete
     snapshot = p.snapshot()

@@ -17,6 +17,7 @@ before the host back-off (560) and Scrapy's retry (550).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -180,6 +181,9 @@ class ProxyPoolMiddleware:
             self._count_outage(seconds)
 
     def _closed(self) -> None:
+        # the last successes a shared store holds back, for the processes that go on
+        with contextlib.suppress(StoreUnavailable):
+            self.pool.flush()
         if self.outage.down:  # still down at the end: count it so far
             self._count_outage(self.outage.elapsed())
 

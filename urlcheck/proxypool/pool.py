@@ -345,6 +345,13 @@ class ProxyPool:
         # process: the books' own)
         return report.snapshot(self._books, now, leases, sessions, self._store.fleet_active)
 
+    def flush(self) -> None:
+        """Tell the fleet now the outcomes this process still holds back: a shared store sends
+        successes in batches, at the latest a second later while the process works
+        (docs/proxypool.md, *One fleet, one judgement*). For a process that stops calling the
+        pool but goes on; `close()` does it too."""
+        self._store.flush()
+
     def close(self) -> None:
         self._store.close()
 
@@ -354,7 +361,12 @@ class ProxyPool:
         books = self._books
         store = self._store
         reclaimed = 0
-        for lease_id, proxy_id in store.reclaim(now):
+        expired, shared = store.reclaim(now, self._gen)
+        if shared is not None:
+            # states another process committed since our last call: a process that only
+            # watches (snapshots, probes) shows them too
+            self._adopt(shared)
+        for lease_id, proxy_id in expired:
             rec = books.proxies.get(proxy_id)
             if rec is not None:
                 rec.active -= 1

@@ -53,7 +53,8 @@ class Link:
         self.commands = 0  # commands sent, answered at once or with a later call
         # hiredis packs in C, 4x faster than redis-py's packer around it (measured)
         self._pack: Callable[[tuple[Arg, ...]], bytes] = hiredis.pack_command  # type: ignore[assignment]
-        self._lost = (exceptions.ConnectionError, exceptions.TimeoutError, OSError)
+        # what a lost connection raises
+        self.lost = (exceptions.ConnectionError, exceptions.TimeoutError, OSError)
         self._no_script = exceptions.NoScriptError
         self._refused = exceptions.RedisError
         self._lock = threading.Lock()
@@ -97,7 +98,7 @@ class Link:
             try:
                 self._read_owed(conn)
                 answer = conn.read_response()
-            except self._lost:
+            except self.lost:
                 conn.disconnect()  # type: ignore[no-untyped-call]  # the next call reconnects
                 raise
             self._sent_unseen = False
@@ -194,7 +195,7 @@ class Link:
             self._conn = conn
         try:
             conn.send_packed_command([before + self._pack(command)], check_health=False)  # type: ignore[no-untyped-call]
-        except self._lost:
+        except self.lost:
             self._owed = 0  # lost with the connection
             conn.disconnect()  # type: ignore[no-untyped-call]
             raise
@@ -205,7 +206,7 @@ class Link:
             self._owed -= 1
             try:
                 conn.read_response()
-            except self._lost:
+            except self.lost:
                 self._owed = 0
                 raise
             except self._refused as exc:  # not expected (a script error): nobody waits for it

@@ -29,6 +29,7 @@ __all__ = [
     "Committed",
     "Heard",
     "PoolStore",
+    "Reclaimed",
     "Released",
     "Report",
     "Shared",
@@ -69,6 +70,8 @@ Acquired = tuple[int, str | None, bool, bool, Shared | None, bool]
 #: newer shared state, when the caller's generation was behind (a store that answers a release
 #: later, with its next call, returns None: the next call's reply carries any newer state)
 Released = Shared | None
+#: this process's leases reclaimed (lease id, proxy id), and newer shared state (as `Released`)
+Reclaimed = tuple[list[tuple[int, str]], Shared | None]
 #: An outcome as the fleet shares it: (site, code, latency), sent with the release.
 Report = tuple[str, int, float | None]
 #: Another process's outcome, read from the store: (proxy id, site, code, latency, when).
@@ -155,15 +158,18 @@ class PoolStore(ABC):
     ) -> Released:
         """Atomically: end the lease, if it has not expired (one that has was ended by
         `reclaim`), and, from a store that processes share, append `report` (the outcome) to
-        the fleet's outcome log, stamped `now`, for the other processes' `inbox`. A remote
-        store may send it and return without waiting for the answer, which it then reads with
-        its next call: the release still takes effect at once."""
+        the fleet's outcome log, stamped `now`, for the other processes' `inbox`: a failure at
+        once, a success at the latest with the next failure, `reclaim`, `flush` or `close`, or
+        a second later (the Redis store tells successes in batches). A remote store may send it
+        and return without waiting for the answer, which it then reads with its next call: the
+        release still takes effect at once."""
 
     @abstractmethod
-    def reclaim(self, now: float) -> Sequence[tuple[int, str]]:
-        """End the leases past their TTL; returns this process's own (lease id, proxy id). A
-        shared store also brings the news (`inbox`) and the lease counts (`fleet_active`):
-        the pool calls it once a second, so neither is ever older than that."""
+    def reclaim(self, now: float, gen: int) -> Reclaimed:
+        """End the leases past their TTL; returns this process's own (lease id, proxy id),
+        and the shared state when the store has moved past `gen` (else None). A shared store
+        also brings the news (`inbox`) and the lease counts (`fleet_active`): the pool calls
+        it once a second, so none of them is ever older than that."""
 
     @abstractmethod
     def end_session(self, key: str) -> bool:
@@ -189,6 +195,9 @@ class PoolStore(ABC):
     @abstractmethod
     def claim_probes(self, proxy_ids: Sequence[str], now: float, ttl: float) -> list[str]:
         """Of these proxies, those no other process is probing now; claimed for `ttl`."""
+
+    def flush(self) -> None:  # noqa: B027 - optional hook, nothing held back in most stores
+        """Append the outcomes held back to the fleet's log now (see `release`)."""
 
     def end_probe(self, proxy_id: str) -> None:  # noqa: B027 - optional hook
         """The probe of this proxy is over: another process may probe it."""

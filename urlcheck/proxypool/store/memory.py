@@ -20,6 +20,7 @@ from urlcheck.proxypool.store.base import (
     Acquired,
     Committed,
     PoolStore,
+    Reclaimed,
     Released,
     Report,
     Shared,
@@ -154,7 +155,7 @@ class MemoryStore(PoolStore):
             self._active[lease[1]] -= 1
         return self._shared(now) if gen != self._gen else None
 
-    def reclaim(self, now: float) -> Sequence[tuple[int, str]]:
+    def reclaim(self, now: float, gen: int) -> Reclaimed:
         leases = self._leases
         reclaimed = []
         while leases:
@@ -172,7 +173,7 @@ class MemoryStore(PoolStore):
                 del self._sessions[key]
             for bench in [k for k, until in self._benches.items() if until <= now]:
                 del self._benches[bench]
-        return reclaimed
+        return reclaimed, self._shared(now) if gen != self._gen else None
 
     def end_session(self, key: str) -> bool:
         return self._sessions.pop(key, None) is not None

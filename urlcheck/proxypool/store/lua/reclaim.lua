@@ -1,7 +1,7 @@
 -- End the leases and sessions past their TTL, a bounded batch per call; bring the caller the
--- fleet's news since its cursor and the lease counts.
+-- fleet's news since its cursor, the lease counts, and the shared state if it is behind.
 -- KEYS: meta states benches proxies leases active sessions session_exp log
--- ARGV: now|'' batch seen
+-- ARGV: now|'' batch seen gen reg
 local now = clock(ARGV[1])
 local expired = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, ARGV[2])
 for _, member in ipairs(expired) do
@@ -16,4 +16,5 @@ for _, key in ipairs(ended) do
   redis.call('HDEL', KEYS[7], key)
   redis.call('ZREM', KEYS[8], key)
 end
-return {expired, news(ARGV[3], KEYS[9]), redis.call('HGETALL', KEYS[6])}
+local v, n = view_news(ARGV[4], ARGV[5], ARGV[3], KEYS[9])
+return {expired, n, redis.call('HGETALL', KEYS[6]), v}
