@@ -40,12 +40,12 @@ async def test_every_outcome_of_a_crawl_is_in_the_fleets_log_when_it_ends(tmp_pa
             URLCHECK_PROXY_STORE=server.url,
             URLCHECK_PROXY_POOL_NAME="told",
         )
-        client = server.client()
+        client = server.client(decode_responses=True)
         entries = client.lrange(key_prefix("told") + "log", 0, -1)
         client.close()
     assert sorted(r["url"] for r in results) == sorted(rows)
     assert all(r["final_status"] == 200 for r in results)
-    lines = [line.split("\t") for entry in entries for line in entry.decode().split("\n")[1:]]
+    lines = [line.split("\t") for entry in entries for line in str(entry).split("\n")[1:]]
     sent = crawler.stats.get_value("urlcheck/proxy/assigned")
     assert sent >= len(rows)  # the rows, and robots.txt, through the proxies
     assert len(lines) == sent  # every one told, the last successes at the close
