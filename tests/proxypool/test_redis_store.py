@@ -44,6 +44,21 @@ def pool_on(url: str, count: int = 5) -> tuple[ProxyPool, RedisStore]:
     return pool, store
 
 
+def two_processes(url: str, proxies: int, clock: ManualClock) -> tuple[ProxyPool, ProxyPool]:
+    """Two pools on one store, as two processes have them (one clock: no test waits)."""
+    first, second = (
+        ProxyPool(
+            proxy_urls(proxies),
+            PoolConfig(),
+            store=RedisStore(url, "t", server_time=False),
+            clock=clock,
+            seed=seed,
+        )
+        for seed in (1, 2)
+    )
+    return first, second
+
+
 def test_scripts_ship_as_package_data_and_scan_no_keyspace() -> None:
     lua = resources.files("urlcheck.proxypool.store").joinpath("lua")
     names = sorted(p.name for p in lua.iterdir() if p.name.endswith(".lua"))
@@ -241,16 +256,7 @@ def test_successes_reach_the_fleet_in_batches_and_a_failure_at_once(server: Redi
     it in order; successes alone go in batches: 32 of them, the oldest a second old, the
     maintenance call, `flush` and `close` (docs/proxypool.md, *One fleet, one judgement*)."""
     clock = ManualClock()
-    teller, hearer = (
-        ProxyPool(
-            proxy_urls(20),
-            PoolConfig(),
-            store=RedisStore(server.url, "t", server_time=False),
-            clock=clock,
-            seed=seed,
-        )
-        for seed in (1, 2)
-    )
+    teller, hearer = two_processes(server.url, 20, clock)
 
     def heard() -> int:
         total: int = hearer.snapshot()["totals"]["outcomes_total"]
@@ -296,16 +302,7 @@ def test_a_process_that_only_watches_shows_the_states_others_committed(
     when the store has moved on: a process that leases nothing still shows a quarantine
     another process decided, not the state it last judged itself."""
     clock = ManualClock()
-    deciding, watching = (
-        ProxyPool(
-            proxy_urls(3),
-            PoolConfig(),
-            store=RedisStore(server.url, "t", server_time=False),
-            clock=clock,
-            seed=seed,
-        )
-        for seed in (1, 2)
-    )
+    deciding, watching = two_processes(server.url, 3, clock)
     watching.snapshot()
     target = deciding.proxies[0].id
     store = deciding._store
