@@ -283,8 +283,11 @@ class JobManager:
     def _reap(self) -> None:
         for pid, job_id in list(self.children.items()):
             code = processes.reap(pid)
-            if code is None and processes.alive(pid, None):
-                continue
+            if code is None:
+                if processes.alive(pid, None):
+                    continue
+                # it ended between the two looks (a zombie is not alive): its code is there now
+                code = processes.reap(pid)
             del self.children[pid]
             job = self.jobs.get(job_id)
             if job is None or job.child != pid:
