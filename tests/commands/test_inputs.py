@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import openpyxl
+import pytest
 
 if TYPE_CHECKING:
     from tests.sitefixture import SiteServer
@@ -82,18 +83,24 @@ def test_empty_stdin_is_refused_in_one_line(tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def test_a_gzipped_sitemap_carries_lastmod_into_input(site: SiteServer, tmp_path):
+@pytest.mark.parametrize(
+    ("name", "encoding"),
+    [("sitemap.xml.gz", "UTF-8"), ("sitemap.xml", "UTF-16")],
+    ids=["gzip", "utf16"],  # UTF-16: what Windows tools save as "Unicode"
+)
+def test_a_sitemap_carries_lastmod_into_input(site: SiteServer, tmp_path, name, encoding):
     ok, moved = site.url("127.0.0.7", "/ok"), site.url("127.0.0.7", "/redirect/301?to=/ok")
     xml = (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<?xml version="1.0" encoding="{encoding}"?>\n'
         '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
         f"<url><loc>{ok}</loc><lastmod>2024-05-06</lastmod></url>\n"
         "<url><lastmod>2024-01-01</lastmod></url>\n"  # no <loc>
         f"<url><loc>{moved.replace('&', '&amp;')}</loc></url>\n"
         "</urlset>\n"
     )
-    (tmp_path / "sitemap.xml.gz").write_bytes(gzip.compress(xml.encode()))
-    done = urlcheck("check", "sitemap.xml.gz", "--jobdir", "job", *FAST, cwd=tmp_path)
+    data = xml.encode(encoding.lower())
+    (tmp_path / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    done = urlcheck("check", name, "--jobdir", "job", *FAST, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = results(tmp_path / "job" / "results.jsonl")
     assert [(r["row"], r["error"], r["final_status"], r["input"]) for r in rows] == [

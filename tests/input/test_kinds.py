@@ -13,6 +13,7 @@ import pytest
 from urlcheck.input.errors import InputError
 from urlcheck.input.kind import open_source, sniff_kind
 from urlcheck.input.sitemap import SitemapSource
+from urlcheck.input.sniff import SAMPLE_BYTES
 
 if TYPE_CHECKING:
     from urlcheck.input.record import Record
@@ -59,6 +60,13 @@ def urls(records: list[Record]) -> list[tuple[int, str]]:
         (f"<urlset {NS}><url><loc>https://a/</loc></url></urlset>".encode(), "sitemap"),
         (b'<?xml version="1.0"?>\n<!-- hi --><sitemapindex/>', "sitemap"),
         (gzip.compress(b"<urlset/>", mtime=0), "sitemap"),
+        # UTF-16, by its byte-order mark or, without one, by "<?xml" (the XML spec's way)
+        ('<?xml version="1.0" encoding="UTF-16"?><urlset/>'.encode("utf-16"), "sitemap"),
+        ("\ufeff<sitemapindex/>".encode("utf-16-be"), "sitemap"),
+        ('<?xml version="1.0"?>\n<urlset/>'.encode("utf-16-le"), "sitemap"),
+        ('<?xml version="1.0"?><urlset/>'.encode("utf-16-be"), "sitemap"),
+        (gzip.compress("<urlset/>".encode("utf-16"), mtime=0), "sitemap"),
+        ("https://a/\n<b>\n".encode("utf-16"), "list"),
         (b"PK\x03\x04rest", "xlsx"),
     ],
 )
@@ -71,6 +79,11 @@ def test_the_kind_comes_from_the_content(data, kind):
     [
         (b"<html><body>hi</body></html>", "f: an HTML page (its root is <html>), not a sitemap"),
         (b'<?xml version="1.0"?><rss/>', "f: XML (its root is <rss>), not a sitemap"),
+        ("<html><body>hi</body></html>".encode("utf-16"), "f: an HTML page (its root is"),
+        (
+            '<?xml version="1.0"?><!DOCTYPE u SYSTEM "x"><urlset/>'.encode("utf-16-le"),
+            "f: an XML document with a DTD",
+        ),
         (gzip.compress(b"https://a/\n", mtime=0), "f: a gzip archive that holds no sitemap"),
         (b"\x89PNG\r\n\x1a\n\x00\x00", "f: not a CSV text file, it looks like a PNG image"),
         # a DTD is where entity bombs and external entities live: no sitemap has one
@@ -155,6 +168,16 @@ def test_a_sitemap_gives_each_url_its_ordinal_and_lastmod(tmp_path, packed):
         (3, "https://b.example/?a=1&b=2", {}),
         (4, "https://c.example/tab\there", {}),
     ]
+
+
+def test_a_utf16_sitemap_is_read_whole_even_when_its_head_ends_mid_character(tmp_path):
+    entries = "".join(f"<url><loc>https://ü.example/{i}</loc></url>" for i in range(1, 3_001))
+    data = f"<urlset {NS}>{entries}</urlset>".encode("utf-16")
+    assert len(data) > SAMPLE_BYTES and SAMPLE_BYTES % 2 == 0
+    cut = data[: SAMPLE_BYTES - 1]  # the sniffers' head, cut in the middle of a character
+    assert sniff_kind(cut, "f") == "sitemap"
+    kind, records = read(write(tmp_path, data))
+    assert (kind, len(records), records[-1].url) == ("sitemap", 3_000, "https://ü.example/3000")
 
 
 def test_a_sitemap_without_namespace_and_a_resume(tmp_path):

@@ -21,7 +21,7 @@ from urlcheck.input.csvfile import CsvSource
 from urlcheck.input.errors import InputError
 from urlcheck.input.files import read_head
 from urlcheck.input.listfile import ListSource, list_entry
-from urlcheck.input.sitemap import GZIP_MAGIC, SitemapSource, sitemap_root
+from urlcheck.input.sitemap import GZIP_MAGIC, SitemapSource, sitemap_root, xml_view
 from urlcheck.input.sniff import (
     SAMPLE_BYTES,
     SAMPLE_LINES,
@@ -54,8 +54,7 @@ class Source(Protocol):
 
 
 def looks_like_xml(head: bytes) -> bool:
-    body = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
-    return _XML_START.match(body) is not None
+    return _XML_START.match(xml_view(head)) is not None
 
 
 def sniff_kind(head: bytes, name: str) -> str:

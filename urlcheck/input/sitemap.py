@@ -1,5 +1,6 @@
 """A sitemap (sitemaps.org): a ``urlset`` whose ``<url>`` entries are the rows, or a
-``sitemapindex`` naming the sitemaps that hold them; plain XML or gzip.
+``sitemapindex`` naming the sitemaps that hold them; plain XML or gzip, in UTF-8 or UTF-16 (or
+any encoding its XML declaration names that lxml knows).
 
 Sitemaps are hostile input, read as such: streamed with lxml's ``iterparse`` (each entry
 dropped once read, so memory stays flat), no DTD at all (a document declaring one is refused
@@ -16,6 +17,7 @@ offset (the stream may be compressed), so the streaming pass keeps its rows in a
 from __future__ import annotations
 
 import bisect
+import codecs
 import gzip
 import logging
 import os
@@ -47,6 +49,13 @@ _WHITESPACE = " \t\r\n"
 # instructions and whitespace; a DOCTYPE is refused.
 _PROLOG = re.compile(rb"(?:\s+|<\?.*?\?>|<!--.*?-->)*", re.DOTALL)
 _ROOT = re.compile(rb"<(?:[A-Za-z_][\w.\-]*:)?([A-Za-z_][\w.\-]*)[\s/>]")
+# How a UTF-16 document starts: its byte-order mark, or "<?" in one byte order
+_UTF16_STARTS = (
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+    (b"<\x00?\x00", "utf-16-le"),
+    (b"\x00<\x00?", "utf-16-be"),
+)
 
 
 def is_remote(arg: str | None) -> bool:
@@ -95,10 +104,25 @@ def decompressed_head(head: bytes, name: str) -> bytes:
         raise InputError(f"{name}: a damaged gzip archive ({exc})") from None
 
 
+def xml_view(head: bytes) -> bytes:
+    """The start of a document as ASCII-compatible bytes, for the sniffers: without a UTF-8
+    byte-order mark, and re-encoded when it is UTF-16, told by its byte-order mark or, without
+    one, by ``<?xml`` in UTF-16 (the XML spec's detection, appendix F). lxml reads all of
+    these itself; only the sniffing needs the view."""
+    if head.startswith(codecs.BOM_UTF8):
+        return head[3:]
+    codec = next((c for mark, c in _UTF16_STARTS if head.startswith(mark)), None)
+    if codec is None:
+        return head
+    body = head[2:] if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) else head
+    # a head cut mid-character (or mid-pair) loses that character only
+    return body[: len(body) & ~1].decode(codec, "ignore").encode()
+
+
 def root_name(head: bytes, name: str) -> str | None:
     """The root element's local name of an XML document starting with ``head`` (None when it
     is not XML); refuses a DTD (a sitemap has none: it is where entity bombs live)."""
-    body = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
+    body = xml_view(head)
     start = _PROLOG.match(body)
     rest = body[start.end() if start else 0 :]
     if rest.startswith((b"<!DOCTYPE", b"<!ENTITY")):
