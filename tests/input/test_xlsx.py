@@ -5,6 +5,7 @@ the sheet's own row numbers, a named sheet, and what is refused."""
 from __future__ import annotations
 
 import datetime as dt
+import io
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from tests.input import workbooks
 from tests.input.workbooks import write_xlsx
 from urlcheck.input.errors import InputError
 from urlcheck.input.kind import open_source
-from urlcheck.input.xlsxfile import XlsxSource
+from urlcheck.input.xlsxfile import XlsxSource, _PlainRows
 
 DAY, WHEN = dt.date(2024, 5, 6), dt.datetime(2024, 1, 2, 3, 4, 5)
 NO_WORKBOOK = "a ZIP archive that is no .xlsx workbook"
@@ -200,6 +201,8 @@ SHARED = [
         "https://b.example/bold",
     ),
     ("<si><t>https://c.example/\r\nline</t></si>", "https://c.example/\nline"),
+    # a reference to a carriage return is kept: only a literal one is a line end
+    ("<si><t>https://e.example/&#13;&#10;x\r</t></si>", "https://e.example/\r\nx\n"),
     ("<si/>", ""),
 ]
 
@@ -225,3 +228,92 @@ def test_shared_strings_read_as_an_xml_parser_reads_them(tmp_path, odd):
             )
     records = read(open_source(tmp_path / "t.xlsx"))
     assert [r.url for r in records] == [text for _, text in entries if text]
+
+
+# --- a sheet as Excel and openpyxl write it, read by pattern; anything else, by lxml ---
+
+X14AC = "http://schemas.microsoft.com/office/spreadsheetml/2009/9/ac"
+
+
+def _row(n: int) -> str:
+    """Row ``n`` of a sheet that holds each kind of cell the pattern reads, in turn."""
+    a = f'<c r="A{n}" t="inlineStr"><is><t>https://a.example/{n}?x=1&amp;y=2</t></is></c>'
+    cells = {
+        0: a + f'<c r="B{n}" t="inlineStr"><is><t>https://b.example/{n}</t></is></c>',
+        1: a + f'<c r="C{n}" t="n"><v>{n}.5</v></c>',  # B left out
+        2: f'<c r="A{n}" t="str"><f>"x"&amp;"y"</f><v>https://a.example/{n}/&lt;f&gt;</v></c>'
+        f'<c r="C{n}" t="b"><v>1</v></c>',
+        3: f'<c r="A{n}" t="inlineStr"><is><t xml:space="preserve"> https://a.example/{n} </t>'
+        f'</is></c><c r="B{n}" s="3"/>',
+        4: "",  # a row with a height only
+        5: f'<c r="A{n}" t="inlineStr"><is><t xml:space="preserve">   </t></is></c>',  # blank
+        6: f'<c r="A{n}" t="inlineStr"><is><t>https://a.example/{n}/&#233;</t></is></c>'
+        f'<c r="C{n}" t="str"><v>two&#13;&#10;lines</v></c>',
+        7: f'<c r="A{n}" t="s"><v>1</v></c><c t="inlineStr"><is><t>no ref</t></is></c>'
+        f'<c r="AA{n}" t="b"><v>0</v></c>',
+    }[n % 8]
+    if not cells:
+        return f'<row r="{n}" spans="1:3" x14ac:dyDescent="0.25"/>'
+    return f'<row r="{n}" spans="1:3" x14ac:dyDescent="0.25">{cells}</row>'
+
+
+def _sheet(rows: int, comment_after: int | None) -> str:
+    header = (
+        '<row r="1"><c r="A1" t="inlineStr"><is><t>url</t></is></c><c r="B1" t="inlineStr">'
+        '<is><t>target</t></is></c><c r="C1" t="inlineStr"><is><t>note</t></is></c></row>'
+    )
+    body = [header]
+    for n in range(2, rows + 1):
+        body.append(_row(n if n < 1_000 else n + 5))  # five row numbers left out
+        if n == comment_after:
+            body.append("<!-- a comment: lxml reads on from here -->")
+    return (
+        f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\r\n<worksheet xmlns="'
+        f'{workbooks.MAIN}" xmlns:x14ac="{X14AC}"><dimension ref="A1:C9"/><sheetData>'
+        + "".join(body)
+        + '</sheetData><pageMargins left="0.7"/></worksheet>'
+    )
+
+
+def _with_sheet(tmp_path: Path, name: str, sheet: str) -> Path:
+    """A workbook (shared strings: "url", then https://s.example/) holding ``sheet``."""
+    base = write_xlsx(tmp_path / f"base-{name}", [["url"], ["https://s.example/"]])
+    with zipfile.ZipFile(base) as old, zipfile.ZipFile(tmp_path / name, "w") as new:
+        for info in old.infolist():
+            data = sheet.encode() if info.filename.endswith("sheet1.xml") else old.read(info)
+            new.writestr(info, data)
+    return tmp_path / name
+
+
+def test_a_sheet_reads_the_same_by_pattern_and_by_lxml(tmp_path):
+    rows = 3_000  # past the first read (64 KiB): the switch comes mid-sheet
+    sheets = {
+        "plain": _sheet(rows, None),
+        "lxml": _sheet(rows, 0).replace("<sheetData>", "<sheetData><!-- -->"),
+        "switch": _sheet(rows, 2_000),
+    }
+    plain = _PlainRows(io.BytesIO(sheets["plain"].encode()), lambda i: "", set())
+    assert sum(len(batch) for batch in plain.batches()) > 0 and plain.finished
+    switch = _PlainRows(io.BytesIO(sheets["switch"].encode()), lambda i: "", set())
+    assert sum(len(batch) for batch in switch.batches()) > 0 and not switch.finished
+    assert 0 < switch.rows < 2_000
+    lxml = _PlainRows(io.BytesIO(sheets["lxml"].encode()), lambda i: "", set())
+    assert list(lxml.batches()) == [] and lxml.rows == 0
+
+    read_as = {}
+    for name, sheet in sheets.items():
+        source = XlsxSource(_with_sheet(tmp_path, f"{name}.xlsx", sheet))
+        assert (source.url_column, source.expected_column) == ("url", "target")
+        read_as[name] = [(r.row, r.url, r.expected, r.extra) for r in read(source)]
+    assert read_as["plain"] == read_as["lxml"] == read_as["switch"]
+    found = {row: rest for row, *rest in read_as["plain"]}
+    numbers = [n if n < 1_000 else n + 5 for n in range(2, rows + 1)]
+    assert list(found) == [n for n in numbers if n % 8 not in (4, 5)]  # nor empty nor blank
+    assert found[8] == ["https://a.example/8?x=1&y=2", "https://b.example/8", {"note": ""}]
+    assert found[9] == ["https://a.example/9?x=1&y=2", None, {"note": "9.5"}]
+    assert found[10] == ["https://a.example/10/<f>", None, {"note": "TRUE"}]
+    assert found[11] == [" https://a.example/11 ", None, {"note": ""}]
+    # a character reference to a carriage return is kept, as an XML parser keeps it
+    assert found[14] == ["https://a.example/14/é", None, {"note": "two\r\nlines"}]
+    assert found[15] == ["https://s.example/", "no ref", {"note": "", "col27": "FALSE"}]
+    assert 3_003 in found and 1_000 not in found
