@@ -4,6 +4,7 @@ sitemaps (plain, gzip, hostile); what is none of them refused in one line."""
 from __future__ import annotations
 
 import gzip
+import io
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,7 +13,7 @@ import pytest
 
 from urlcheck.input.errors import InputError
 from urlcheck.input.kind import open_source, sniff_kind
-from urlcheck.input.sitemap import SitemapSource
+from urlcheck.input.sitemap import SitemapSource, _PlainUrls
 from urlcheck.input.sniff import SAMPLE_BYTES
 
 if TYPE_CHECKING:
@@ -263,4 +264,88 @@ def test_a_local_index_reads_its_sitemaps_in_order(tmp_path):
     assert records[-1].row == 5
     # Which sitemap each row came from (the address guard judges a row by its sitemap's origin).
     assert [source.part_of(r.row) for r in records] == [0, 1, 1, 1, 1]
+    source.close()
+
+
+# --- a sitemap as most sites write it, read by pattern; anything else, by lxml ---
+
+
+def _entry(n: int) -> str:
+    """Entry ``n`` of a sitemap that holds each kind of entry the pattern reads, in turn."""
+    loc = f"https://a.example/{n}?x=1&amp;y=2"
+    return {
+        0: f"<url><loc>{loc}</loc></url>",
+        1: f"\n  <url>\n    <loc>\n      {loc}\n    </loc>\n    <lastmod>2024-01-02</lastmod>\n"
+        "    <changefreq>daily</changefreq>\n    <priority>0.5</priority>\n  </url>",
+        2: f"<url><loc>{loc}&#13;&#233;</loc><lastmod> </lastmod><priority>1</priority></url>",
+        3: f"<url><loc>{loc}\r\nend</loc><lastmod>2024-&#x30;3</lastmod></url>",
+    }[n % 4]
+
+
+def _urlset(entries: int, odd_after: int | None, first: int = 1) -> bytes:
+    body = []
+    for n in range(first, first + entries):
+        body.append(_entry(n))
+        if n == odd_after:  # an image extension: lxml reads on from here
+            body.append(
+                f"<url><loc>https://i.example/{n}</loc><image:image><image:loc>"
+                f"https://i.example/{n}.png</image:loc></image:image></url>"
+            )
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset {NS} '
+        'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">'
+        + "".join(body)
+        + "</urlset>\n"
+    ).encode()
+
+
+def test_a_sitemap_reads_the_same_by_pattern_and_by_lxml(tmp_path):
+    entries = 1_500  # past the first read (64 KiB): the switch comes mid-document
+    documents = {
+        "plain": _urlset(entries, None),
+        "lxml": _urlset(entries, None).replace(b"<url>", b"<!-- --><url>", 1),
+        "switch": _urlset(entries, 1_200),
+    }
+    plain = _PlainUrls(io.BytesIO(documents["plain"]))
+    assert sum(len(batch) for batch in plain.batches()) == entries and plain.finished
+    switch = _PlainUrls(io.BytesIO(documents["switch"]))
+    assert sum(len(batch) for batch in switch.batches()) == switch.read
+    assert 0 < switch.read < 1_200 and not switch.finished
+    lxml = _PlainUrls(io.BytesIO(documents["lxml"]))
+    assert list(lxml.batches()) == [] and lxml.read == 0
+
+    read_as = {}
+    for name, data in documents.items():
+        _, records = read(write(tmp_path, data, f"{name}.xml"))
+        read_as[name] = [(r.row, r.url, r.extra) for r in records]
+    image = read_as["switch"].pop(1_200)  # the entry with an image: only in that one
+    assert image == (1_201, "https://i.example/1200", {})
+    assert (
+        read_as["plain"]
+        == read_as["lxml"]
+        == [(row, url, extra) for row, url, extra in read_as["switch"][:1_200]]
+        + [(row - 1, url, extra) for row, url, extra in read_as["switch"][1_200:]]
+    )
+    found = {row: (url, extra) for row, url, extra in read_as["plain"]}
+    assert found[4] == ("https://a.example/4?x=1&y=2", {})
+    assert found[5] == ("https://a.example/5?x=1&y=2", {"lastmod": "2024-01-02"})
+    # a reference to a carriage return is kept, a line end in the text is LF, as in lxml
+    assert found[6] == ("https://a.example/6?x=1&y=2\ré", {})
+    assert found[7] == ("https://a.example/7?x=1&y=2\nend", {"lastmod": "2024-03"})
+
+
+def test_an_index_switching_to_lxml_in_its_second_sitemap_numbers_rows_across(tmp_path):
+    index = write(tmp_path, f"<sitemapindex {NS}/>".encode(), "index.xml")
+    one = write(tmp_path, _urlset(10, None), "1.xml")
+    two = write(tmp_path, gzip.compress(_urlset(1_500, 1_300, first=11)), "2.xml.gz")
+    source = open_source(index)
+    assert isinstance(source, SitemapSource)
+    records = list(source.with_parts([one, two]).records())
+    assert [r.row for r in records] == list(range(1, 1_512))
+    assert records[7].url == "https://a.example/8?x=1&y=2"  # from the first sitemap
+    assert records[11].url == "https://a.example/12?x=1&y=2"  # from the second
+    assert records[1_300].url == "https://i.example/1300"  # row 1,301: the image entry
+    assert records[1_301].url == "https://a.example/1301?x=1&y=2"
+    assert source.part_of(1_301) == 1 and source.part_of(10) == 0
+    assert source.read_at(records[1_400].offset, 1_401) == records[1_400]
     source.close()

@@ -35,6 +35,8 @@ from lxml import etree
 from urlcheck.input.csvfile import record_builder
 from urlcheck.input.errors import InputError
 from urlcheck.input.files import open_input
+from urlcheck.input.plainxml import ATTRS, PlainReader, references_ok, start_pattern
+from urlcheck.input.plainxml import text as xml_text
 from urlcheck.input.sitemap import Readable, capped
 from urlcheck.input.sniff import (
     EXPECTED_NAMES,
@@ -117,15 +119,12 @@ _SI = re.compile(r"<si>(.*?)</si>|<si/>", re.DOTALL)
 _PLAIN_SI = re.compile(r'<si><t(?: xml:space="preserve")?>([^<]*)</t></si>')
 _PLAIN_T = re.compile(r'<t(?: xml:space="preserve")?>([^<]*)</t>')
 _NOT_PLAIN = re.compile(r"<!|<\?(?!xml )|<[A-Za-z_][\w.\-]*:")  # DTD, CDATA, comment, PI, prefix
-_REFERENCE = re.compile(r"&(#x[0-9A-Fa-f]{1,6}|#[0-9]{1,7}|amp|lt|gt|quot|apos);")
-_ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
 _STRING_PARSER = etree.XMLParser(
     resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False
 )
 
 # A sheet as Excel (and LibreOffice, openpyxl) writes it: rows of cells with their attributes
-# in that order, each cell a formula and a value at most; attribute values hold no "<" or "&".
-_ATTRS = r'(?: [\w:.-]+="[^"<&]*")*'
+# in that order, each cell a formula and a value or an inline string at most.
 
 
 def _cell_pattern(group: str) -> str:
@@ -134,44 +133,16 @@ def _cell_pattern(group: str) -> str:
     g = group
     return (
         rf'<c(?: r="{g}[A-Z]{{1,3}})\d+")?(?: s="{g}\d+)")?(?: t="{g}[A-Za-z]+)")?(?:/>|>'
-        rf"(?:<f{_ATTRS}(?:/>|>[^<]*</f>))?"
+        rf"(?:<f{ATTRS}(?:/>|>[^<]*</f>))?"
         rf'(?:{g}<v>){g}[^<]*)</v>|<is><t(?: xml:space="preserve")?>{g}[^<]*)</t></is>)?</c>)'
     )
 
 
 _PLAIN_CELL = re.compile(_cell_pattern("("))
-_PLAIN_ROW = re.compile(rf'<row r="(\d+)"{_ATTRS}(?:(/)>|>((?:{_cell_pattern("(?:")})*)</row>)')
-_SHEET_START = re.compile(
-    r'(?:<\?xml version="1\.0"(?: encoding="(?i:utf-8)")?(?: standalone="(?:yes|no)")?\?>)?'
-    rf'\s*<worksheet xmlns="{re.escape(_MAIN)}"{_ATTRS}>(?:[^<]|<(?![!?]))*?<sheetData(/?)>'
+_PLAIN_ROW = re.compile(rf'<row r="(\d+)"{ATTRS}(?:(/)>|>((?:{_cell_pattern("(?:")})*)</row>)')
+_SHEET_START = start_pattern(
+    rf'<worksheet xmlns="{re.escape(_MAIN)}"{ATTRS}>(?:[^<]|<(?![!?]))*?', "sheetData"
 )
-_MAX_ROW_CHARS = 16 << 20  # a row longer than this (or a run of empty rows) goes to lxml
-_READ = 1 << 16  # measured: faster than 1 MiB reads, and 13 MB less at the peak
-
-
-def _text(raw: str) -> str:
-    """A plain ``<t>``'s text as an XML parser reads it: line ends LF, then references
-    replaced (a ``&#13;`` is a carriage return the parser keeps)."""
-    if "\r" in raw:
-        raw = _lf(raw)
-    if "&" in raw:  # &amp; (a URL's query) alone is the usual case: faster
-        if raw.count("&") == raw.count("&amp;"):
-            raw = raw.replace("&amp;", "&")
-        else:
-            raw = _REFERENCE.sub(_unescape, raw)
-    return raw
-
-
-def _lf(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def _unescape(found: re.Match[str]) -> str:
-    ref = found.group(1)
-    if ref[0] != "#":
-        return _ENTITIES[ref]
-    code = int(ref[2:], 16) if ref[1] == "x" else int(ref[1:])
-    return chr(code) if 0 < code <= 0x10FFFF else found.group(0)
 
 
 def _rich_text(inner: str) -> str | None:
@@ -300,66 +271,22 @@ class _Strings:
         self.close()
 
 
-class _PlainRows:
-    """A sheet's rows read by pattern (``_PLAIN_ROW``), a chunk at a time, for a sheet as Excel
-    or openpyxl writes it: bench/inputs.py's million rows take 5.4 s of CPU where lxml's
-    ``iterparse`` took 7.2 s (the CSV reader: 1.4 s; the bound: 5 times that). At the first
-    sign of anything else (a comment, rich text, attributes in another order, whitespace
-    between elements, an ``&`` that is no reference, a row cut short), it stops: ``rows``
-    says how many ``<row>`` elements it read, and lxml reads on from there. ``finished``: the
-    sheet's rows were all read. What follows ``</sheetData>`` is not read."""
+class _PlainRows(PlainReader[tuple[int, list[str]]]):
+    """A sheet's non-blank rows read by pattern (:mod:`urlcheck.input.plainxml`), as (sheet
+    row number, cells as text), for a sheet as Excel or openpyxl writes it: bench/inputs.py's
+    million rows take 5.4 s of CPU where lxml's ``iterparse`` took 7.2 s (the CSV reader:
+    1.4 s; the bound: 5 times that). At the first sign of anything else (a comment, rich
+    text, attributes in another order, whitespace between elements), lxml reads on past the
+    ``read`` rows."""
 
     def __init__(self, stream: Readable, get: Callable[[int], str], dates: set[int]) -> None:
-        self._stream = stream
+        super().__init__(stream, _SHEET_START, "sheetData", "</row>")
         self._get = get
         self._dates = dates
-        self.rows = 0
-        self.finished = False
 
-    def batches(self) -> Iterator[list[tuple[int, list[str]]]]:
-        """The non-blank rows, as (sheet row number, cells as text), a chunk's at a time."""
-        decoder = codecs.getincrementaldecoder("utf-8")()
-        buffer = ""
-        started = False
-        while True:
-            data = self._stream.read(_READ)
-            try:
-                buffer += decoder.decode(data, not data)
-            except UnicodeDecodeError:
-                return
-            if not started:
-                if "<sheetData" not in buffer and data and len(buffer) < _MAX_ROW_CHARS:
-                    continue
-                found = _SHEET_START.match(buffer)
-                if found is None:
-                    return
-                if found.group(1):  # <sheetData/>
-                    self.finished = True
-                    return
-                started, buffer = True, buffer[found.end() :]
-            end = buffer.find("</sheetData>")
-            if end >= 0:
-                chunk = buffer[:end]
-            elif not data:
-                return  # cut short: lxml says where
-            else:
-                cut = buffer.rfind("</row>") + 6
-                if cut == 5:  # no row ends yet
-                    if len(buffer) > _MAX_ROW_CHARS:
-                        return
-                    continue
-                chunk, buffer = buffer[:cut], buffer[cut:]
-            batch = self._read(chunk)
-            if batch is None:
-                return
-            yield batch
-            if end >= 0:
-                self.finished = True
-                return
-
-    def _read(self, chunk: str) -> list[tuple[int, list[str]]] | None:
+    def parse(self, chunk: str) -> list[tuple[int, list[str]]] | None:
         """The non-blank rows of ``chunk`` (whole rows); None when it is not all plain."""
-        if "&" in chunk and chunk.count("&") != len(_REFERENCE.findall(chunk)):
+        if not references_ok(chunk):
             return None
         rows = _PLAIN_ROW.findall(chunk)
         # Every tag of the chunk is in a row read: nothing else was skipped over.
@@ -379,11 +306,11 @@ class _PlainRows:
                     except ValueError:
                         text = ""
                 elif kind == "inlineStr":  # as openpyxl (and so pandas) writes text
-                    text = _text(inline) if "&" in inline or "\r" in inline else inline
+                    text = xml_text(inline) if "&" in inline or "\r" in inline else inline
                 elif not v:
                     text = ""
                 else:
-                    text = _text(value) if "&" in value or "\r" in value else value
+                    text = xml_text(value) if "&" in value or "\r" in value else value
                     if kind == "b":
                         text = "TRUE" if text == "1" else "FALSE"
                     elif dates and kind in ("", "n") and style and int(style) in dates:
@@ -404,7 +331,7 @@ class _PlainRows:
             if (not first or first.isspace()) and not "".join(cells).strip(WHITESPACE):
                 continue  # a blank row
             found.append((int(number), cells))
-        self.rows += len(rows)
+        self.read += len(rows)
         return found
 
 
@@ -604,7 +531,9 @@ class XlsxSource:
             texts = _PLAIN_SI.findall(chunk)
             if len(texts) == chunk.count("<si>") + chunk.count("<si/>"):
                 if "&" in chunk or "\r" in chunk:
-                    texts = [_text(text) if "&" in text or "\r" in text else text for text in texts]
+                    texts = [
+                        xml_text(text) if "&" in text or "\r" in text else text for text in texts
+                    ]
             else:
                 texts = []
                 for found in _SI.finditer(chunk):
@@ -613,7 +542,7 @@ class XlsxSource:
                         texts.append("")
                         continue
                     plain = _PLAIN_T.fullmatch(inner)
-                    text = _rich_text(inner) if plain is None else _text(plain.group(1))
+                    text = _rich_text(inner) if plain is None else xml_text(plain.group(1))
                     if text is None:
                         return False
                     texts.append(text)
@@ -650,7 +579,7 @@ class XlsxSource:
                         yield build(number, add(row), row, None)
             if plain.finished:
                 return
-        read = plain.rows  # lxml reads on past them
+        read = plain.read  # lxml reads on past them
         with ExitStack() as stack:
             stream = self._open_part(book, self._sheet_part, stack)
             number = 0
