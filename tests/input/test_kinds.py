@@ -349,3 +349,14 @@ def test_an_index_switching_to_lxml_in_its_second_sitemap_numbers_rows_across(tm
     assert source.part_of(1_301) == 1 and source.part_of(10) == 0
     assert source.read_at(records[1_400].offset, 1_401) == records[1_400]
     source.close()
+
+
+@pytest.mark.parametrize("odd", ["]]>", "\x01", "&#1;", "&#xFFFE;", "a & b", "&nbsp;"])
+def test_what_a_parser_refuses_is_left_to_the_parser(tmp_path, odd):
+    data = f"<urlset {NS}><url><loc>https://a/1</loc></url><url><loc>{odd}</loc></url></urlset>"
+    plain = _PlainUrls(io.BytesIO(data.encode()))
+    assert list(plain.batches()) == [] and plain.read == 0
+    _, records = read(write(tmp_path, data.encode(), "odd.xml"))
+    by_lxml = data.replace("<url>", "<!-- --><url>", 1).encode()
+    _, lxml_records = read(write(tmp_path, by_lxml, "lxml.xml"))
+    assert records == lxml_records  # what lxml read before the error, if anything

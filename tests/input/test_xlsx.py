@@ -251,7 +251,10 @@ def _row(n: int) -> str:
         f'<c r="C{n}" t="str"><v>two&#13;&#10;lines</v></c>',
         7: f'<c r="A{n}" t="s"><v>1</v></c><c t="inlineStr"><is><t>no ref</t></is></c>'
         f'<c r="AA{n}" t="b"><v>0</v></c>',
-    }[n % 8]
+        # a cell without a reference is the one after the cell before it, last or not
+        15: f'<c r="A{n}" t="s"><v>1</v></c><c r="C{n}" t="b"><v>0</v></c>'
+        f'<c t="inlineStr"><is><t>after C</t></is></c>',
+    }[n % 16 if n % 16 == 15 else n % 8]
     if not cells:
         return f'<row r="{n}" spans="1:3" x14ac:dyDescent="0.25"/>'
     return f'<row r="{n}" spans="1:3" x14ac:dyDescent="0.25">{cells}</row>'
@@ -315,7 +318,8 @@ def test_a_sheet_reads_the_same_by_pattern_and_by_lxml(tmp_path):
     assert found[11] == [" https://a.example/11 ", None, {"note": ""}]
     # a character reference to a carriage return is kept, as an XML parser keeps it
     assert found[14] == ["https://a.example/14/é", None, {"note": "two\r\nlines"}]
-    assert found[15] == ["https://s.example/", "no ref", {"note": "", "col27": "FALSE"}]
+    assert found[23] == ["https://s.example/", "no ref", {"note": "", "col27": "FALSE"}]
+    assert found[15] == ["https://s.example/", None, {"note": "FALSE", "col4": "after C"}]
     assert 3_003 in found and 1_000 not in found
     # the last row read by pattern is a data row: lxml reading it again would show
     last = switch.read if switch.read < 1_000 else switch.read + 5

@@ -20,12 +20,13 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["ATTRS", "PlainReader", "references_ok", "start_pattern", "text"]
+__all__ = ["ATTRS", "PlainReader", "character_data_ok", "start_pattern", "text"]
 
 # Attributes as plain writers write them: double quotes, no "<" or "&" in a value.
 ATTRS = r'(?: [\w:.-]+="[^"<&]*")*'
 REFERENCE = re.compile(r"&(#x[0-9A-Fa-f]{1,6}|#[0-9]{1,7}|amp|lt|gt|quot|apos);")
 _ENTITIES = {"amp": "&", "lt": "<", "gt": ">", "quot": '"', "apos": "'"}
+_REFUSED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]|]]>")
 # What a reader is sure of: a document in UTF-8 (or declared so), no DTD before its entries.
 DECLARATION = (
     r'(?:<\?xml version="1\.0"(?: encoding="(?i:utf-8)")?(?: standalone="(?:yes|no)")?\s*\?>)?'
@@ -55,9 +56,28 @@ def _unescape(found: re.Match[str]) -> str:
     return chr(code) if 0 < code <= 0x10FFFF else found.group(0)
 
 
-def references_ok(chunk: str) -> bool:
-    """Every ``&`` of ``chunk`` starts a reference a parser knows without a DTD."""
-    return "&" not in chunk or chunk.count("&") == len(REFERENCE.findall(chunk))
+def character_data_ok(chunk: str) -> bool:
+    """Nothing in ``chunk`` a parser refuses in character data: every ``&`` starts a reference
+    it knows without a DTD, to a character XML allows; no ``]]>``, no control character."""
+    if _REFUSED.search(chunk):
+        return False
+    if "&" not in chunk:
+        return True
+    refs = REFERENCE.findall(chunk)
+    if len(refs) != chunk.count("&"):
+        return False
+    return "&#" not in chunk or all(_allowed(ref) for ref in refs if ref[0] == "#")
+
+
+def _allowed(ref: str) -> bool:
+    """A numeric reference to a character XML 1.0 allows."""
+    code = int(ref[2:], 16) if ref[1] == "x" else int(ref[1:])
+    return (
+        code in (0x9, 0xA, 0xD)
+        or 0x20 <= code <= 0xD7FF
+        or 0xE000 <= code <= 0xFFFD
+        or 0x10000 <= code <= 0x10FFFF
+    )
 
 
 def start_pattern(before: str, container: str) -> re.Pattern[str]:

@@ -33,7 +33,7 @@ from lxml import etree
 
 from urlcheck.input.errors import InputError
 from urlcheck.input.files import open_input, read_head
-from urlcheck.input.plainxml import PlainReader, references_ok, start_pattern
+from urlcheck.input.plainxml import PlainReader, character_data_ok, start_pattern
 from urlcheck.input.plainxml import text as xml_text
 from urlcheck.input.record import Record, new_record
 from urlcheck.input.sniff import SAMPLE_BYTES
@@ -209,7 +209,7 @@ class _PlainUrls(PlainReader[tuple[str | None, str | None]]):
     def parse(self, chunk: str) -> list[tuple[str | None, str | None]] | None:
         found = _PLAIN_URL.findall(chunk)
         n = len(found)
-        if not n or n != chunk.count("<url") or not references_ok(chunk):
+        if not n or n != chunk.count("<url") or not character_data_ok(chunk):
             return None
         # Every tag of the chunk is in an entry read: nothing else was skipped over.
         _, lastmods, _, freqs, priorities = zip(*found, strict=True)

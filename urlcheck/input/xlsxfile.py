@@ -35,7 +35,7 @@ from lxml import etree
 from urlcheck.input.csvfile import record_builder
 from urlcheck.input.errors import InputError
 from urlcheck.input.files import open_input
-from urlcheck.input.plainxml import ATTRS, PlainReader, references_ok, start_pattern
+from urlcheck.input.plainxml import ATTRS, PlainReader, character_data_ok, start_pattern
 from urlcheck.input.plainxml import text as xml_text
 from urlcheck.input.sitemap import Readable, capped
 from urlcheck.input.sniff import (
@@ -286,7 +286,7 @@ class _PlainRows(PlainReader[tuple[int, list[str]]]):
 
     def parse(self, chunk: str) -> list[tuple[int, list[str]]] | None:
         """The non-blank rows of ``chunk`` (whole rows); None when it is not all plain."""
-        if not references_ok(chunk):
+        if not character_data_ok(chunk):
             return None
         rows = _PLAIN_ROW.findall(chunk)
         # Every tag of the chunk is in a row read: nothing else was skipped over.
@@ -601,10 +601,10 @@ class XlsxSource:
                     if not width:
                         continue
                     # Excel leaves empty cells out; when the last cell is in column `width`,
-                    # none was left out and the cells need not be placed one by one.
+                    # none was left out and the cells need not be placed one by one. (A last
+                    # cell without a reference proves nothing: the one before may have one.)
                     ref = elem[width - 1].get("r")
-                    at = letters.get(ref.rstrip(digits)) if ref else width - 1
-                    dense = at == width - 1
+                    dense = ref is not None and letters.get(ref.rstrip(digits)) == width - 1
                     cells: list[str] = []
                     for c in elem:  # <c> only, by the schema
                         kind = c.get("t")
