@@ -201,6 +201,36 @@ def test_a_user_checks_a_csv_in_chromium(serve, site, tmp_path, browser):
     assert severe(browser) == []
 
 
+def test_a_rerun_shows_the_new_runs_results_on_any_page(serve, site, browser):
+    """The page's results start again with a re-run's, whichever page of the old ones it shows
+    (on a page before the last, its polls read no rows, so the server cannot say reset)."""
+    server = serve()
+    rows = 56  # more than one page of 50
+    job_id = server.upload(rows_csv(site, "browser-rerun", rows, hosts=("127.0.0.7", "127.0.0.8")))
+    server.wait(job_id, lambda s: s["state"] == "done", "the first run", 120)
+    browser.get(f"{server.url}/jobs/{job_id}")
+    wait_for(lambda: len(shown_rows(browser)) == 50, "the first page")
+    # The old run's rows are marked, so the new run's (with the same numbers) are told apart.
+    browser.execute_script("document.querySelectorAll('tr.result').forEach(r => r.dataset.old = 1)")
+    browser.find_element("id", "btn-rerun").click()
+    wait_for(
+        lambda: text(browser, "#state") == "done" and number(browser, "#done") == rows,
+        "the re-run",
+        120,
+    )
+    wait_for(
+        lambda: not browser.find_elements("css selector", "tr.result[data-old]"),
+        "the old run's rows to go",
+        10,
+    )
+    first = wait_for(lambda: len(shown_rows(browser)) == 50 and shown_rows(browser), "page 1")
+    assert browser.find_element("id", "prev").get_attribute("disabled") is not None
+    browser.find_element("id", "next").click()
+    second = wait_for(lambda: len(shown_rows(browser)) == rows - 50 and shown_rows(browser), "2")
+    assert sorted(map(int, first + second)) == list(range(1, rows + 1))
+    assert severe(browser) == []
+
+
 def test_hostile_locations_are_inert(serve, site, browser):
     server = serve()
     host = "127.0.0.9"

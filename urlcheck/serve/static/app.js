@@ -245,7 +245,8 @@
         return;
       }
       const body = answer.body;
-      if (body.reset) {
+      if (body.reset || body.generation !== view.generation) {
+        // Another results file (a re-run): the offsets of the old one mean nothing in it.
         view.generation = body.generation;
         view.cursors = [0];
         view.page = 0;
@@ -341,7 +342,9 @@
           view.etag = answer.response.headers.get("ETag");
           const body = answer.body;
           status(body);
-          if (body.reset) {
+          // The server says reset only to a poll from an offset (the last page's tail); on an
+          // earlier page the poll asks for no rows, so a new generation is seen here.
+          if (body.reset || body.generation !== view.generation) {
             view.generation = body.generation;
             view.cursors = [0];
             view.page = 0;
@@ -375,10 +378,6 @@
         const answer = await post(base + "/" + action, null);
         setText("message", (answer.body && (answer.body.message || answer.body.error)) || "answer " + answer.status);
         view.etag = null;
-        if (action === "rerun" && answer.status === 202) {
-          view.cursors = [0];
-          view.page = 0;
-        }
       });
     }
 
