@@ -10,6 +10,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import openpyxl
 import pytest
@@ -22,6 +23,7 @@ from urlcheck.jobs.lock import JobLock
 from urlcheck.serve.config import ServeConfig
 from urlcheck.serve.middleware import CSP
 from urlcheck.serve.record import ServeRecord
+from urlcheck.serve.server import address
 from urlcheck.serve.sites import csv_sites
 
 CSV = "url,expected\nhttp://127.0.0.2:9/a,http://127.0.0.2:9/b\nhttp://127.0.0.3:9/c,\n"
@@ -660,6 +662,9 @@ def test_the_config_beyond_loopback(tmp_path):
 
     wide = ServeConfig.from_settings(Settings(), host="0.0.0.0", jobs=tmp_path)
     assert wide.token and wide.token_generated and len(wide.token) >= 40
+    # The address printed at start (the machine's name) is one the server answers.
+    printed = urlsplit(address(wide, 8080)).hostname
+    assert printed in wide.allowed_hosts
     assert wide.block_private_input is True
     local = ServeConfig.from_settings(Settings(), jobs=tmp_path)
     assert local.token is None and local.block_private_input is False
