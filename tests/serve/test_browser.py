@@ -231,6 +231,27 @@ def test_a_rerun_shows_the_new_runs_results_on_any_page(serve, site, browser):
     assert severe(browser) == []
 
 
+def test_the_page_says_the_server_is_back_after_a_restart(serve, site, browser):
+    """A job page open while the server restarts says the server did not answer, then, once
+    it answers again (on its port, as a restart of the service has it), no longer."""
+    server = serve()
+    job_id = server.upload(rows_csv(site, "browser-restart", 4, hosts=("127.0.0.7",)))
+    server.wait(job_id, lambda s: s["state"] == "done", "the job")
+    browser.get(f"{server.url}/jobs/{job_id}")
+    wait_for(lambda: text(browser, "#state") == "done", "the job page")
+    port = int(server.url.rpartition(":")[2])
+    server.stop()
+    wait_for(lambda: "did not answer" in text(browser, "#message"), "the page to see it gone")
+    serve(port=port)
+    wait_for(lambda: text(browser, "#message") == "", "the page to see it back", 15)
+    assert text(browser, "#state") == "done"
+    # A button's answer is not taken for a poll's trouble: it stays.
+    browser.find_element("id", "btn-rerun").click()
+    wait_for(lambda: "runs again" in text(browser, "#message"), "the re-run's answer")
+    wait_polls(browser, 2, "two polls")
+    assert "runs again" in text(browser, "#message")
+
+
 def test_hostile_locations_are_inert(serve, site, browser):
     server = serve()
     host = "127.0.0.9"

@@ -157,7 +157,21 @@
       etag: null,
       backoff: [],
       backoffAt: 0,
+      problem: null, // what the polls last said went wrong, until one is answered again
     };
+
+    // A poll's trouble is shown until a poll is answered again (a restarted server), unless
+    // a button's answer has replaced it meanwhile.
+    function pollProblem(text) {
+      view.problem = text;
+      setText("message", text);
+    }
+
+    function pollAnswered() {
+      const message = document.getElementById("message");
+      if (view.problem !== null && message && message.textContent === view.problem) message.textContent = "";
+      view.problem = null;
+    }
 
     function query(params) {
       const q = new URLSearchParams(view.filters);
@@ -338,6 +352,7 @@
         const params = { after: view.tail === null ? 0 : view.tail, limit: room };
         const headers = view.etag ? { "If-None-Match": view.etag } : {};
         const answer = await fetchJSON(base + "?" + query(params), { headers });
+        if (answer.status === 304 || (answer.status === 200 && answer.body)) pollAnswered();
         if (answer.status === 200 && answer.body) {
           view.etag = answer.response.headers.get("ETag");
           const body = answer.body;
@@ -362,10 +377,10 @@
             }
           }
         } else if (answer.status !== 304) {
-          setText("message", (answer.body && answer.body.error) || "the server answered " + answer.status);
+          pollProblem((answer.body && answer.body.error) || "the server answered " + answer.status);
         }
       } catch (e) {
-        setText("message", "the server did not answer; trying again");
+        pollProblem("the server did not answer; trying again");
       } finally {
         setTimeout(poll, POLL_MS);
       }
