@@ -252,6 +252,32 @@ def test_the_page_says_the_server_is_back_after_a_restart(serve, site, browser):
     assert "runs again" in text(browser, "#message")
 
 
+def test_a_page_loaded_full_leads_on_to_the_rows_that_come_later(serve, site, browser):
+    """A page loaded holding exactly a page of rows (50) while the job runs on: Next opens the
+    rows that come later (the polls of a full page read no rows, so nothing else would)."""
+    server = serve()
+    early = [site.url("127.0.0.7", f"/status/404?t=full&r={n}") for n in range(1, 51)]
+    slow = [site.url("127.0.0.8", f"/delay/5?t=full&r={n}") for n in range(51, 56)]
+    late = [site.url("127.0.0.8", f"/status/404?t=full&r={n}") for n in range(56, 59)]
+    job_id = server.upload("url\n" + "".join(f"{url}\n" for url in early + slow + late))
+    server.wait(job_id, lambda s: s["counts"]["status"].get("4xx") == 50, "the early 404s")
+    browser.get(f"{server.url}/jobs/{job_id}")
+    wait_for(lambda: shown_rows(browser), "the first page")
+    Select(browser.find_element("id", "f-status")).select_by_value("4xx")
+    browser.find_element("id", "f-apply").click()
+    wait_for(lambda: len(shown_rows(browser)) == 50, "a full page of 404s")
+    answer = server.client.get(f"/api/jobs/{job_id}/results", params={"status": "4xx"})
+    assert len(answer.json()["results"]) == 50, "the late 404s came too soon to test this"
+    wait_for(
+        lambda: browser.find_element("id", "next").get_attribute("disabled") is None,
+        "Next to lead on",
+        60,
+    )
+    browser.find_element("id", "next").click()
+    wait_for(lambda: sorted(shown_rows(browser)) == ["56", "57", "58"], "the late 404s", 60)
+    assert severe(browser) == []
+
+
 def test_hostile_locations_are_inert(serve, site, browser):
     server = serve()
     host = "127.0.0.9"

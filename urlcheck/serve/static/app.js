@@ -268,13 +268,16 @@
       tbody.replaceChildren();
       view.shown = 0;
       append(body.results);
-      if (body.more) {
+      // A full page leads on even when its next rows are not in yet, as a page the polls
+      // fill does: a full page's polls read no rows, so they would never open the next one.
+      const full = body.more || view.shown >= PAGE_SIZE;
+      if (full) {
         view.cursors[view.page + 1] = body.next;
         view.tail = null;
       } else {
         view.tail = body.next;
       }
-      pageInfo(body.more);
+      pageInfo(full);
     }
 
     function backoffList() {
