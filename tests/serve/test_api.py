@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -88,6 +89,12 @@ def test_upload_creates_a_job_and_its_status_names_no_server_path(make_client, t
         "sheet": "",
     }
     assert status["actions"] == {"pause": True, "resume": False, "cancel": True, "rerun": False}
+    # The page's line of options leaves out one not given (a CSV has no sheet).
+    shown = re.search(r'<span id="options">(.*?)</span>', client.get(body["url"]).text)
+    assert (
+        shown
+        and shown[1] == "user_agent googlebot, method GET, max_hops 4, temporary_redirect fail"
+    )
     listed = client.get("/api/jobs").json()["jobs"]
     assert [j["id"] for j in listed] == [body["id"]]
     external_job(tmp_path / "jobs", "nightly-1a2b3c4d", 5)
