@@ -357,6 +357,14 @@ def test_uploads_over_the_caps_are_413(make_client, tmp_path):
         headers={"Content-Type": "multipart/form-data; boundary=b", "Content-Length": "99999999"},
     )
     assert answer.status_code == 413
+    # A body of no declared length is cut off as it streams, in the words of the setting.
+    answer = page.post(
+        "/api/upload",
+        content=iter([b"--b\r\n", b"x" * 70_000]),
+        headers={"Content-Type": "multipart/form-data; boundary=b"},
+    )
+    assert answer.status_code == 413
+    assert answer.json()["error"] == "the upload is over the limit of 2,000 bytes"
     assert (
         page.upload("url\n" + "".join(f"http://127.0.0.2:9/{i}\n" for i in range(10))).status_code
         == 201
