@@ -10,6 +10,7 @@ element, no ``javascript:`` link and no CSP violation in the browser's log.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from typing import Any
@@ -275,6 +276,19 @@ def test_a_page_loaded_full_leads_on_to_the_rows_that_come_later(serve, site, br
     )
     browser.find_element("id", "next").click()
     wait_for(lambda: sorted(shown_rows(browser)) == ["56", "57", "58"], "the late 404s", 60)
+    assert severe(browser) == []
+
+
+def test_the_jobs_list_follows_the_jobs_root(serve, site, tmp_path, browser):
+    """The jobs list shows a job made while it is open, and none once its directory is gone."""
+    server = serve()
+    browser.get(server.url + "/")
+    wait_for(lambda: "No jobs yet" in text(browser, "#jobs"), "the empty list")
+    job_id = server.upload(rows_csv(site, "browser-list", 2, hosts=("127.0.0.7",)), name="gone")
+    wait_for(lambda: "gone" in text(browser, "#jobs"), "the new job in the list")
+    server.wait(job_id, lambda s: s["state"] == "done" and not s["running"], "the job's end")
+    shutil.rmtree(tmp_path / "jobs" / job_id)
+    wait_for(lambda: "No jobs yet" in text(browser, "#jobs"), "the list without it", 15)
     assert severe(browser) == []
 
 

@@ -108,7 +108,9 @@
         if (answer.status === 200 && answer.body) {
           etag = answer.response.headers.get("ETag");
           const rows = answer.body.jobs.map(row);
-          if (rows.length) tbody.replaceChildren(...rows);
+          // No jobs any more (their directories removed): the page says so, as it first did.
+          const none = el("tr", { className: "empty" }, el("td", { colspan: 10 }, "No jobs yet: ", el("a", { href: "/new", text: "check some URLs" }), "."));
+          tbody.replaceChildren(...(rows.length ? rows : [none]));
         }
       } finally {
         setTimeout(poll, POLL_MS);
