@@ -70,9 +70,10 @@ def make_client(tmp_path: Path) -> Iterator[Callable[..., TestClient]]:
 class ServeProcess:
     """``urlcheck serve --port 0`` in a subprocess; ``client`` talks to it as a page does."""
 
-    def __init__(self, root: Path, *settings: str) -> None:
+    def __init__(self, root: Path, *settings: str, port: int = 0) -> None:
         self.root = root
         self.settings = settings
+        self.port = port
         self.process: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.err = root.parent / f"serve-{time.monotonic_ns()}.err"
@@ -84,7 +85,7 @@ class ServeProcess:
             "urlcheck",
             "serve",
             "--port",
-            "0",
+            str(self.port),
             "--jobs",
             str(self.root),
         ]
@@ -174,8 +175,8 @@ class Poller:
 def serve(tmp_path: Path) -> Iterator[Callable[..., ServeProcess]]:
     started: list[ServeProcess] = []
 
-    def start(*settings: str, root: Path | None = None) -> ServeProcess:
-        server = ServeProcess(root or tmp_path / "jobs", *settings)
+    def start(*settings: str, root: Path | None = None, port: int = 0) -> ServeProcess:
+        server = ServeProcess(root or tmp_path / "jobs", *settings, port=port)
         started.append(server)  # stopped at the end even when its start fails
         return server.start()
 

@@ -87,7 +87,32 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(30)
+    out["any_address"] = any_address(tmp)
     Path(sys.argv[1]).write_text(json.dumps(out), encoding="utf-8")
+
+
+def any_address(tmp: Path) -> list[int]:
+    """``--host 0.0.0.0`` prints the machine's name: opened as a browser would (that name in
+    its Host header), the printed address exchanges the token and shows the jobs."""
+    printed = tmp / "any.out"
+    command = [sys.executable, "-m", "urlcheck", "serve", "--host", "0.0.0.0", "--port", "0"]
+    command += ["--jobs", str(tmp / "jobs")]
+    server = subprocess.Popen(
+        command, stdout=printed.open("wb"), stderr=(tmp / "any.err").open("wb")
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (match := re.search(r"http://(\S+?)/\?token=(\S+)", printed.read_text())):
+            assert time.monotonic() < deadline and server.poll() is None, printed.read_text()
+            time.sleep(0.05)
+        name, token = match[1], match[2]
+        port = name.rsplit(":", 1)[1]
+        with httpx.Client(base_url=f"http://{SERVER}:{port}", headers={"Host": name}) as client:
+            first = client.get(f"/?token={token}")
+            return [first.status_code, client.get("/").status_code]
+    finally:
+        server.terminate()
+        server.wait(30)
 
 
 if __name__ == "__main__":

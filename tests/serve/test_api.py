@@ -6,10 +6,12 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import openpyxl
 import pytest
@@ -22,6 +24,7 @@ from urlcheck.jobs.lock import JobLock
 from urlcheck.serve.config import ServeConfig
 from urlcheck.serve.middleware import CSP
 from urlcheck.serve.record import ServeRecord
+from urlcheck.serve.server import address
 from urlcheck.serve.sites import csv_sites
 
 CSV = "url,expected\nhttp://127.0.0.2:9/a,http://127.0.0.2:9/b\nhttp://127.0.0.3:9/c,\n"
@@ -86,6 +89,12 @@ def test_upload_creates_a_job_and_its_status_names_no_server_path(make_client, t
         "sheet": "",
     }
     assert status["actions"] == {"pause": True, "resume": False, "cancel": True, "rerun": False}
+    # The page's line of options leaves out one not given (a CSV has no sheet).
+    shown = re.search(r'<span id="options">(.*?)</span>', client.get(body["url"]).text)
+    assert (
+        shown
+        and shown[1] == "user_agent googlebot, method GET, max_hops 4, temporary_redirect fail"
+    )
     listed = client.get("/api/jobs").json()["jobs"]
     assert [j["id"] for j in listed] == [body["id"]]
     external_job(tmp_path / "jobs", "nightly-1a2b3c4d", 5)
@@ -348,6 +357,14 @@ def test_uploads_over_the_caps_are_413(make_client, tmp_path):
         headers={"Content-Type": "multipart/form-data; boundary=b", "Content-Length": "99999999"},
     )
     assert answer.status_code == 413
+    # A body of no declared length is cut off as it streams, in the words of the setting.
+    answer = page.post(
+        "/api/upload",
+        content=iter([b"--b\r\n", b"x" * 70_000]),
+        headers={"Content-Type": "multipart/form-data; boundary=b"},
+    )
+    assert answer.status_code == 413
+    assert answer.json()["error"] == "the upload is over the limit of 2,000 bytes"
     assert (
         page.upload("url\n" + "".join(f"http://127.0.0.2:9/{i}\n" for i in range(10))).status_code
         == 201
@@ -660,6 +677,9 @@ def test_the_config_beyond_loopback(tmp_path):
 
     wide = ServeConfig.from_settings(Settings(), host="0.0.0.0", jobs=tmp_path)
     assert wide.token and wide.token_generated and len(wide.token) >= 40
+    # The address printed at start (the machine's name) is one the server answers.
+    printed = urlsplit(address(wide, 8080)).hostname
+    assert printed in wide.allowed_hosts
     assert wide.block_private_input is True
     local = ServeConfig.from_settings(Settings(), jobs=tmp_path)
     assert local.token is None and local.block_private_input is False

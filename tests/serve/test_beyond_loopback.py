@@ -39,3 +39,4 @@ def test_beyond_loopback_a_token_is_needed_and_private_input_refused(tmp_path):
     assert run["upload"] == 201
     assert run["errors"] == ["blocked_address", "blocked_address"]
     assert run["site_requests"] == 0
+    assert run["any_address"] == [303, 200]  # --host 0.0.0.0: the printed name is let in

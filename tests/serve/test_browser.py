@@ -10,6 +10,7 @@ element, no ``javascript:`` link and no CSP violation in the browser's log.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from typing import Any
@@ -198,6 +199,96 @@ def test_a_user_checks_a_csv_in_chromium(serve, site, tmp_path, browser):
         lambda: browser.find_element("id", "btn-rerun").get_attribute("disabled") is None,
         "re-run enabled",
     )
+    assert severe(browser) == []
+
+
+def test_a_rerun_shows_the_new_runs_results_on_any_page(serve, site, browser):
+    """The page's results start again with a re-run's, whichever page of the old ones it shows
+    (on a page before the last, its polls read no rows, so the server cannot say reset)."""
+    server = serve()
+    rows = 56  # more than one page of 50
+    job_id = server.upload(rows_csv(site, "browser-rerun", rows, hosts=("127.0.0.7", "127.0.0.8")))
+    server.wait(job_id, lambda s: s["state"] == "done", "the first run", 120)
+    browser.get(f"{server.url}/jobs/{job_id}")
+    wait_for(lambda: len(shown_rows(browser)) == 50, "the first page")
+    # The old run's rows are marked, so the new run's (with the same numbers) are told apart.
+    browser.execute_script("document.querySelectorAll('tr.result').forEach(r => r.dataset.old = 1)")
+    browser.find_element("id", "btn-rerun").click()
+    wait_for(
+        lambda: text(browser, "#state") == "done" and number(browser, "#done") == rows,
+        "the re-run",
+        120,
+    )
+    wait_for(
+        lambda: not browser.find_elements("css selector", "tr.result[data-old]"),
+        "the old run's rows to go",
+        10,
+    )
+    first = wait_for(lambda: len(shown_rows(browser)) == 50 and shown_rows(browser), "page 1")
+    assert browser.find_element("id", "prev").get_attribute("disabled") is not None
+    browser.find_element("id", "next").click()
+    second = wait_for(lambda: len(shown_rows(browser)) == rows - 50 and shown_rows(browser), "2")
+    assert sorted(map(int, first + second)) == list(range(1, rows + 1))
+    assert severe(browser) == []
+
+
+def test_the_page_says_the_server_is_back_after_a_restart(serve, site, browser):
+    """A job page open while the server restarts says the server did not answer, then, once
+    it answers again (on its port, as a restart of the service has it), no longer."""
+    server = serve()
+    job_id = server.upload(rows_csv(site, "browser-restart", 4, hosts=("127.0.0.7",)))
+    server.wait(job_id, lambda s: s["state"] == "done", "the job")
+    browser.get(f"{server.url}/jobs/{job_id}")
+    wait_for(lambda: text(browser, "#state") == "done", "the job page")
+    port = int(server.url.rpartition(":")[2])
+    server.stop()
+    wait_for(lambda: "did not answer" in text(browser, "#message"), "the page to see it gone")
+    serve(port=port)
+    wait_for(lambda: text(browser, "#message") == "", "the page to see it back", 15)
+    assert text(browser, "#state") == "done"
+    # A button's answer is not taken for a poll's trouble: it stays.
+    browser.find_element("id", "btn-rerun").click()
+    wait_for(lambda: "runs again" in text(browser, "#message"), "the re-run's answer")
+    wait_polls(browser, 2, "two polls")
+    assert "runs again" in text(browser, "#message")
+
+
+def test_a_page_loaded_full_leads_on_to_the_rows_that_come_later(serve, site, browser):
+    """A page loaded holding exactly a page of rows (50) while the job runs on: Next opens the
+    rows that come later (the polls of a full page read no rows, so nothing else would)."""
+    server = serve()
+    early = [site.url("127.0.0.7", f"/status/404?t=full&r={n}") for n in range(1, 51)]
+    slow = [site.url("127.0.0.8", f"/delay/5?t=full&r={n}") for n in range(51, 56)]
+    late = [site.url("127.0.0.8", f"/status/404?t=full&r={n}") for n in range(56, 59)]
+    job_id = server.upload("url\n" + "".join(f"{url}\n" for url in early + slow + late))
+    server.wait(job_id, lambda s: s["counts"]["status"].get("4xx") == 50, "the early 404s")
+    browser.get(f"{server.url}/jobs/{job_id}")
+    wait_for(lambda: shown_rows(browser), "the first page")
+    Select(browser.find_element("id", "f-status")).select_by_value("4xx")
+    browser.find_element("id", "f-apply").click()
+    wait_for(lambda: len(shown_rows(browser)) == 50, "a full page of 404s")
+    answer = server.client.get(f"/api/jobs/{job_id}/results", params={"status": "4xx"})
+    assert len(answer.json()["results"]) == 50, "the late 404s came too soon to test this"
+    wait_for(
+        lambda: browser.find_element("id", "next").get_attribute("disabled") is None,
+        "Next to lead on",
+        60,
+    )
+    browser.find_element("id", "next").click()
+    wait_for(lambda: sorted(shown_rows(browser)) == ["56", "57", "58"], "the late 404s", 60)
+    assert severe(browser) == []
+
+
+def test_the_jobs_list_follows_the_jobs_root(serve, site, tmp_path, browser):
+    """The jobs list shows a job made while it is open, and none once its directory is gone."""
+    server = serve()
+    browser.get(server.url + "/")
+    wait_for(lambda: "No jobs yet" in text(browser, "#jobs"), "the empty list")
+    job_id = server.upload(rows_csv(site, "browser-list", 2, hosts=("127.0.0.7",)), name="gone")
+    wait_for(lambda: "gone" in text(browser, "#jobs"), "the new job in the list")
+    server.wait(job_id, lambda s: s["state"] == "done" and not s["running"], "the job's end")
+    shutil.rmtree(tmp_path / "jobs" / job_id)
+    wait_for(lambda: "No jobs yet" in text(browser, "#jobs"), "the list without it", 15)
     assert severe(browser) == []
 
 

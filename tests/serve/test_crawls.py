@@ -229,11 +229,13 @@ def test_a_killed_crawl_and_a_restarted_server_lose_nothing(serve, site, tmp_pat
     )
     assert "its crawl is gone" in server.stderr()
     poll_until(poller, lambda s: s["done_rows"] >= 24, "24 rows")
-    # The server stops; its crawl does not. The next server adopts it and sees it end.
+    # The server stops; its crawl does not. The next server, on the same port (as a restart
+    # of the service has it), adopts it and sees it end.
     running = lock_holder(jobdir)
+    port = int(server.url.rpartition(":")[2])
     server.stop()
     assert lock_holder(jobdir) == running
-    second: ServeProcess = serve(*settings)
+    second: ServeProcess = serve(*settings, port=port)
     poller.server = second
     adopted = second.status(job_id)
     assert adopted["running"] and adopted["state"] in ("processing", "done")

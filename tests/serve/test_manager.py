@@ -206,6 +206,20 @@ def test_pause_and_cancel_are_held_to_a_crawl_that_starts_later(tmp_path, python
     assert manager.status(job_id)["state"] == State.CANCELLED
 
 
+def test_a_pause_between_the_start_and_the_crawl_says_it_is_held_to_it(tmp_path, python):
+    """A supervisor started, its crawl not yet holding the lock: the pause is held to the crawl
+    when it starts, and the answer says so (not that the job will not be started)."""
+    manager, _ = make(tmp_path, python, max_running=1)
+    (tmp_path / "jobs").mkdir()
+    job_id, jobdir = new_job(manager, ["a.example"], hold=True)
+    assert manager.status(job_id)["running"]
+    try:
+        assert manager.control(job_id, "pause") == "pause requested"
+    finally:
+        (jobdir / "hold").unlink()
+    settle(manager, job_id, lambda s: not s["running"], "the supervisor's end")
+
+
 def test_a_job_directory_that_is_not_a_job_is_not_one(tmp_path, python):
     manager, _ = make(tmp_path, python)
     root = tmp_path / "jobs"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
+import socket
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -110,7 +111,10 @@ class ServeConfig:
         if generated:
             token = secrets.token_urlsafe(32)
         allowed = [name.lower() for name in read.str_list("URLCHECK_SERVE_ALLOWED_HOSTS")]
-        if not loopback and host not in ("0.0.0.0", "::"):  # noqa: S104 (a name for "any")
+        if host in ("0.0.0.0", "::"):  # noqa: S104 (a name for "any")
+            # The address printed at start names the machine (server.address): it must open.
+            allowed.append(socket.gethostname().lower())
+        elif not loopback:
             allowed.append(host.lower())
         for name in allowed:
             if "/" in name or " " in name:

@@ -611,7 +611,9 @@ class JobManager:
                 self._save(job)
                 if crawl:
                     self._send(job, ControlAction.PAUSE, now)
-                return "pause requested" if crawl or sent else "paused: it will not be started"
+                # A supervisor of ours without its crawl yet: the pause is held to it (tick).
+                started = crawl or sent or job.running
+                return "pause requested" if started else "paused: it will not be started"
             if action == "resume":
                 record.want = Want.RUN
                 self._save(job)

@@ -28,7 +28,9 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     sock.listen(2048)  # from now on a client waits in the backlog until uvicorn serves it
-    sock.set_inheritable(True)
+    # Not inheritable (Python's default, kept on purpose): the crawl supervisors are spawned
+    # with every inheritable descriptor, and one holding the listening socket would keep the
+    # port bound after the server stops, so the next server could not listen on it.
     return sock
 
 

@@ -126,12 +126,13 @@ class Upload:
     sitemap_url: str = ""  # given instead of a file: fetched by the job's crawl
 
 
-async def _capped(request: Request, cap: int) -> AsyncGenerator[bytes, None]:
+async def _capped(request: Request, cap: int, limit: int) -> AsyncGenerator[bytes, None]:
+    """The body, cut off past ``cap`` (the file's ``limit`` plus room for the form)."""
     received = 0
     async for chunk in request.stream():
         received += len(chunk)
         if received > cap:
-            raise UploadError(413, f"the upload is over the limit of {cap:,} bytes")
+            raise UploadError(413, f"the upload is over the limit of {limit:,} bytes")
         yield chunk
 
 
@@ -149,7 +150,11 @@ async def receive(request: Request, target: Path, max_bytes: int) -> Upload:
             "sitemap's URL in 'sitemap_url')",
         )
     parser = MultiPartParser(
-        request.headers, _capped(request, cap), max_files=1, max_fields=8, max_part_size=4096
+        request.headers,
+        _capped(request, cap, max_bytes),
+        max_files=1,
+        max_fields=8,
+        max_part_size=4096,
     )
     try:
         form = await parser.parse()

@@ -108,7 +108,9 @@
         if (answer.status === 200 && answer.body) {
           etag = answer.response.headers.get("ETag");
           const rows = answer.body.jobs.map(row);
-          if (rows.length) tbody.replaceChildren(...rows);
+          // No jobs any more (their directories removed): the page says so, as it first did.
+          const none = el("tr", { className: "empty" }, el("td", { colspan: 10 }, "No jobs yet: ", el("a", { href: "/new", text: "check some URLs" }), "."));
+          tbody.replaceChildren(...(rows.length ? rows : [none]));
         }
       } finally {
         setTimeout(poll, POLL_MS);
@@ -157,7 +159,21 @@
       etag: null,
       backoff: [],
       backoffAt: 0,
+      problem: null, // what the polls last said went wrong, until one is answered again
     };
+
+    // A poll's trouble is shown until a poll is answered again (a restarted server), unless
+    // a button's answer has replaced it meanwhile.
+    function pollProblem(text) {
+      view.problem = text;
+      setText("message", text);
+    }
+
+    function pollAnswered() {
+      const message = document.getElementById("message");
+      if (view.problem !== null && message && message.textContent === view.problem) message.textContent = "";
+      view.problem = null;
+    }
 
     function query(params) {
       const q = new URLSearchParams(view.filters);
@@ -245,7 +261,8 @@
         return;
       }
       const body = answer.body;
-      if (body.reset) {
+      if (body.reset || body.generation !== view.generation) {
+        // Another results file (a re-run): the offsets of the old one mean nothing in it.
         view.generation = body.generation;
         view.cursors = [0];
         view.page = 0;
@@ -253,13 +270,16 @@
       tbody.replaceChildren();
       view.shown = 0;
       append(body.results);
-      if (body.more) {
+      // A full page leads on even when its next rows are not in yet, as a page the polls
+      // fill does: a full page's polls read no rows, so they would never open the next one.
+      const full = body.more || view.shown >= PAGE_SIZE;
+      if (full) {
         view.cursors[view.page + 1] = body.next;
         view.tail = null;
       } else {
         view.tail = body.next;
       }
-      pageInfo(body.more);
+      pageInfo(full);
     }
 
     function backoffList() {
@@ -337,11 +357,14 @@
         const params = { after: view.tail === null ? 0 : view.tail, limit: room };
         const headers = view.etag ? { "If-None-Match": view.etag } : {};
         const answer = await fetchJSON(base + "?" + query(params), { headers });
+        if (answer.status === 304 || (answer.status === 200 && answer.body)) pollAnswered();
         if (answer.status === 200 && answer.body) {
           view.etag = answer.response.headers.get("ETag");
           const body = answer.body;
           status(body);
-          if (body.reset) {
+          // The server says reset only to a poll from an offset (the last page's tail); on an
+          // earlier page the poll asks for no rows, so a new generation is seen here.
+          if (body.reset || body.generation !== view.generation) {
             view.generation = body.generation;
             view.cursors = [0];
             view.page = 0;
@@ -359,10 +382,10 @@
             }
           }
         } else if (answer.status !== 304) {
-          setText("message", (answer.body && answer.body.error) || "the server answered " + answer.status);
+          pollProblem((answer.body && answer.body.error) || "the server answered " + answer.status);
         }
       } catch (e) {
-        setText("message", "the server did not answer; trying again");
+        pollProblem("the server did not answer; trying again");
       } finally {
         setTimeout(poll, POLL_MS);
       }
@@ -375,10 +398,6 @@
         const answer = await post(base + "/" + action, null);
         setText("message", (answer.body && (answer.body.message || answer.body.error)) || "answer " + answer.status);
         view.etag = null;
-        if (action === "rerun" && answer.status === 202) {
-          view.cursors = [0];
-          view.page = 0;
-        }
       });
     }
 
