@@ -560,6 +560,7 @@ def test_pages_of_results_by_offset_every_line_once(make_client, tmp_path):
         ({"status": "error"}, [r for r in range(1, 104) if r % 3 == 0]),
         ({"error": "timeout", "verdict": "fail"}, [r for r in range(1, 104) if r % 12 == 0]),
         ({"host": "127.0.0.3"}, [r for r in range(1, 104) if r % 2]),
+        ({"host": "http://127.0.0.3:8080/x"}, [r for r in range(1, 104) if r % 2]),
         ({"text": "/r1"}, [r for r in range(1, 104) if str(r).startswith("1")]),
         ({"text": "/R10", "verdict": "pass"}, [10, 101, 102, 103]),
     ]:

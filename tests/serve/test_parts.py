@@ -67,6 +67,12 @@ def test_filters_refuse_what_they_cannot_apply():
         with pytest.raises(FilterError, match=message):
             Filters.from_query(query)
     assert Filters.from_query({"host": " Example.COM "}).host == "example.com"
+    # what a user pastes: a host with its port, a URL, a name in Unicode (rows are IDNA-keyed)
+    for given in ("127.0.0.5:46643", "http://127.0.0.5:46643/a?b", "[::1]:80", "bücher.example"):
+        assert Filters.from_query({"host": given}).host == {
+            "[::1]:80": "::1",
+            "bücher.example": "xn--bcher-kva.example",
+        }.get(given, "127.0.0.5")
     assert Filters().empty and not Filters(text="x").empty
 
 

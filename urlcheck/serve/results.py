@@ -67,7 +67,7 @@ class Filters:
             raise FilterError(f"status must be one of {', '.join(STATUS_CLASSES)}")
         if error is not None and not _ERROR.fullmatch(error):
             raise FilterError("error must be an error kind such as timeout or dns")
-        return cls(verdict, status, error, host.lower() if host else None, text)
+        return cls(verdict, status, error, _host_of(host) if host else None, text)
 
     def indexed(self) -> list[tuple[str, str]]:
         """The indexed criteria, as posting-list keys."""
@@ -91,6 +91,12 @@ class Filters:
         if self.host is not None and row_host(result) != self.host:
             return False
         return self.text is None or self.text.lower() in searchable(result)
+
+
+def _host_of(given: str) -> str:
+    """The host a filter names, keyed as rows are (`row_host`): what a user pastes, a host, a
+    host with its port, a URL, a name in Unicode, finds its rows."""
+    return host_key(given if "//" in given else f"//{given}") or given.lower()
 
 
 def row_host(result: Mapping[str, Any]) -> str:
