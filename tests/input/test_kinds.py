@@ -57,6 +57,13 @@ def urls(records: list[Record]) -> list[tuple[int, str]]:
         (b"https://a/\nhttps://b/\n", "list"),
         (b"# mine\nhttps://a/?x=1,2\nwww.b.example\n", "list"),
         (b"\xef\xbb\xbfhttps://a/\r\n", "list"),
+        # a delimiter in every line, but in its URL's query or path parameters: the URL's own
+        (b"https://a/?ids=1,2\nhttps://a/?ids=3,4\n", "list"),
+        (b"https://a/x;jsessionid=A1\nhttps://a/y;jsessionid=B2\nwww.a.example/?c=1|2\n", "list"),
+        # ...unless what it would cut off is a URL, a path's comma or words: a CSV's cells
+        (b"https://a/?x=1,https://b/\nhttps://a/?x=2,https://b/\n", "csv"),
+        (b"https://a/x,301\nhttps://a/y,301\n", "csv"),
+        (b"https://a/?x=1;moved away\nhttps://a/?x=2;moved away\n", "csv"),
         (f"<urlset {NS}><url><loc>https://a/</loc></url></urlset>".encode(), "sitemap"),
         (b'<?xml version="1.0"?>\n<!-- hi --><sitemapindex/>', "sitemap"),
         (gzip.compress(b"<urlset/>", mtime=0), "sitemap"),
@@ -119,6 +126,17 @@ def test_a_list_numbers_its_rows_by_line_and_keeps_each_line_whole(tmp_path):
     ]
     assert all(r.expected is None and r.extra == {} for r in records)
     assert records[0].offset == data.index(b"https://a")
+
+
+def test_a_list_keeps_the_delimiters_of_its_urls(tmp_path):
+    # every line splits at a ';' or a ',': read as a CSV, each URL was cut there
+    data = b"https://a.example/x;jsessionid=A1\r\nhttps://a.example/y;jsessionid=B2\r\n"
+    assert urls(read(write(tmp_path, data))[1]) == [
+        (1, "https://a.example/x;jsessionid=A1"),
+        (2, "https://a.example/y;jsessionid=B2"),
+    ]
+    data = b"https://a.example/?color=red,blue\nhttps://a.example/?size=1,2\n"
+    assert read(write(tmp_path, data))[0] == "list"
 
 
 def test_a_list_in_utf16_and_a_list_of_comments(tmp_path):
