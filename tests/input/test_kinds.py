@@ -92,6 +92,8 @@ def test_the_kind_comes_from_the_content(data, kind):
             "f: an XML document with a DTD",
         ),
         (gzip.compress(b"https://a/\n", mtime=0), "f: a gzip archive that holds no sitemap"),
+        # what Excel saves of a sheet with formatted empty rows: no list of the URL ",,,"
+        (b",,,\r\n,,,\r\n", "f: the file has no rows, only blank lines"),
         (b"\x89PNG\r\n\x1a\n\x00\x00", "f: not a CSV text file, it looks like a PNG image"),
         # a DTD is where entity bombs and external entities live: no sitemap has one
         (
@@ -105,9 +107,11 @@ def test_the_kind_comes_from_the_content(data, kind):
         ),
     ],
 )
-def test_what_is_no_input_is_refused_in_one_line(data, message):
+def test_what_is_no_input_is_refused_in_one_line(tmp_path, monkeypatch, data, message):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, data, "f")
     with pytest.raises(InputError) as info:
-        sniff_kind(data, "f")
+        open_source("f")
     assert str(info.value).startswith(message)
     assert "\n" not in str(info.value)
 

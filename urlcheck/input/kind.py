@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 ZIP_MAGIC = b"PK\x03\x04"
 _XML_START = re.compile(rb"\s*<")
 _COMMENT = re.compile(r"\s*#(?![,;\t|])")
+_BLANK_ROW = re.compile(r"[,;\t|\s]+")
 _DELIMITER = re.compile(r"[,;|]")  # a tab is never a URL's: the URL is invalid with one
 # Where a URL's query (``?ids=1,2``) or a path parameter (``;jsessionid=...``) starts.
 _URL_PARAMETERS = re.compile(r"[?#]|;[\w.\-]+=")
@@ -86,8 +87,8 @@ def _is_list(body: bytes, encoding: str, *, cut: bool) -> bool:
         return False
     if any(_COMMENT.match(line) for line in lines):  # no CSV has those ("#,url" is a header)
         return True
-    if not entries:
-        return False
+    if not entries or all(_BLANK_ROW.fullmatch(entry) for entry in entries):
+        return False  # delimiters only: a CSV's blank rows, which it refuses as such
     # A URL's own delimiters are no cells: such a line counts as the one cell it is.
     cells = [_DELIMITER.sub("_", entry) if _own_delimiters(entry) else entry for entry in entries]
     _, width = sniff_delimiter(cells, prefer_tab=bool(codec))
