@@ -76,6 +76,26 @@ def test_stdin_is_copied_into_the_job_and_resumes_from_it(site: SiteServer, tmp_
     assert len(results(jobdir / "results.jsonl")) == 2
 
 
+def test_other_stdin_for_a_job_is_refused_in_terms_of_stdin(site: SiteServer, tmp_path):
+    ok = site.url("127.0.0.7", "/ok")
+    done = urlcheck("check", "-", "--jobdir", "job", *FAST, cwd=tmp_path, stdin=f"{ok}\n".encode())
+    assert done.returncode == 0, done.stderr[-2000:]
+    # a re-check goes on with the same job, so it must be the same input
+    again = urlcheck(
+        "check", "-", "--jobdir", "job", "-a", "recheck=2xx", *FAST, cwd=tmp_path,
+        stdin=f"{ok}?other\n".encode(),
+    )  # fmt: skip
+    assert again.returncode == 2, again.stderr[-2000:]
+    (line,) = again.stderr.strip().splitlines()
+    # it named job/stdin.input, a file the user never gave, and said to leave out -a csv
+    assert line.startswith("urlcheck: standard input is not the input job job was started with")
+    assert line.endswith(
+        "To go on with the job's own copy of its input, leave out - (--jobdir job alone); to "
+        "check what is piped in, cancel the job first (scrapy job cancel job) or use another "
+        "--jobdir"
+    )
+
+
 def test_empty_stdin_is_refused_in_one_line(tmp_path):
     done = urlcheck("check", "-", "--no-job", *FAST, cwd=tmp_path, stdin=b"")
     assert done.returncode == 2, done.stderr[-2000:]
