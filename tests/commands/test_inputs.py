@@ -96,6 +96,19 @@ def test_other_stdin_for_a_job_is_refused_in_terms_of_stdin(site: SiteServer, tm
     )
 
 
+def test_job_status_finds_the_default_job_of_stdin_and_of_a_sitemap_url(site: SiteServer, tmp_path):
+    ok, sitemap = site.url("127.0.0.7", "/ok"), site.url("127.0.0.7", "/sitemap.xml?n=2")
+    for given, piped in (("-", f"{ok}\n".encode()), (sitemap, None)):
+        done = urlcheck("check", given, *FAST, cwd=tmp_path, stdin=piped)
+        assert done.returncode == 0, done.stderr[-2000:]
+        # "-: no such job directory", and "https:/127.0.0.7:.../sitemap.xml?n=2" for the URL
+        status = urlcheck("job", "status", given, "--json", cwd=tmp_path)
+        assert status.returncode == 0, status.stderr[-2000:]
+        shown = json.loads(status.stdout)
+        assert (shown["state"], shown["done_rows"]) == ("done", 2 if piped is None else 1)
+        assert Path(shown["jobdir"]).parent == tmp_path / ".urlcheck" / "jobs"
+
+
 def test_empty_stdin_is_refused_in_one_line(tmp_path):
     done = urlcheck("check", "-", "--no-job", *FAST, cwd=tmp_path, stdin=b"")
     assert done.returncode == 2, done.stderr[-2000:]
