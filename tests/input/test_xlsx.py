@@ -225,3 +225,20 @@ def test_shared_strings_read_as_an_xml_parser_reads_them(tmp_path, odd):
             )
     records = read(open_source(tmp_path / "t.xlsx"))
     assert [r.url for r in records] == [text for _, text in entries if text]
+
+
+@pytest.mark.parametrize("mac", [False, True], ids=["1900", "1904"])
+def test_dates_are_the_days_excel_shows_in_either_date_system(tmp_path, mac):
+    wb = openpyxl.Workbook()
+    if mac:  # old Excel for Mac counts from 1904: its dates read 4 years and a day early
+        wb.epoch = openpyxl.utils.datetime.CALENDAR_MAC_1904
+    ws = wb.active
+    ws.append(["url", "day", "early", "time"])
+    ws.append(["https://a.example/", DAY, dt.date(1904, 1, 5), dt.time(13, 45)])
+    if not mac:  # before 1 March 1900, Excel's serials are a day later than the calendar's
+        ws.append(["https://b.example/", dt.date(1900, 1, 1), dt.date(1900, 2, 28), None])
+    wb.save(tmp_path / "dates.xlsx")
+    records = read(open_source(tmp_path / "dates.xlsx"))
+    assert records[0].extra == {"day": "2024-05-06", "early": "1904-01-05", "time": "13:45:00"}
+    if not mac:
+        assert records[1].extra == {"day": "1900-01-01", "early": "1900-02-28", "time": ""}
