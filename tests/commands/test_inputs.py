@@ -144,6 +144,18 @@ def test_a_sitemap_carries_lastmod_into_input(site: SiteServer, tmp_path, name, 
     assert (rows[2]["status"], rows[2]["hops"]) == (301, 1)
 
 
+def test_a_sitemap_of_which_no_entry_can_be_read_is_an_input_error(tmp_path):
+    # blank lines before <?xml, as some CMS plugins write: the run ended "finished", exit 0
+    xml = '\n\n<?xml version="1.0" encoding="UTF-8"?>\n<urlset><url><loc>http://127.0.0.2:9/</loc></url></urlset>'
+    (tmp_path / "sitemap.xml").write_text(xml, encoding="utf-8")
+    done = urlcheck("check", "sitemap.xml", "--no-job", *FAST, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines() == [
+        "urlcheck: sitemap.xml: not well-formed XML at line 3 (XML declaration allowed only at "
+        "the start of the document, line 3, column 6); no <url> entry could be read"
+    ]
+
+
 def test_a_file_that_is_no_input_is_refused_in_one_line(tmp_path):
     (tmp_path / "page.xml").write_text("<html><body>not a sitemap</body></html>")
     done = urlcheck("check", "page.xml", "--no-job", *FAST, cwd=tmp_path)

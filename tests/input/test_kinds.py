@@ -92,6 +92,13 @@ def test_the_kind_comes_from_the_content(data, kind):
             "f: an XML document with a DTD",
         ),
         (gzip.compress(b"https://a/\n", mtime=0), "f: a gzip archive that holds no sitemap"),
+        # a sitemap with no entry to check: it was a run "finished", exit 0, that checked nothing
+        (f"<urlset {NS}>\n</urlset>".encode(), "f: the sitemap holds no <url> entry"),
+        (
+            f'\n\n<?xml version="1.0"?><urlset {NS}><url><loc>https://a/</loc></url></urlset>'.encode(),
+            "f: not well-formed XML at line 3 (XML declaration allowed only at the start of the "
+            "document, line 3, column 6); no <url> entry could be read",
+        ),
         # what Excel saves of a sheet with formatted empty rows: no list of the URL ",,,"
         (b",,,\r\n,,,\r\n", "f: the file has no rows, only blank lines"),
         (b"\x89PNG\r\n\x1a\n\x00\x00", "f: not a CSV text file, it looks like a PNG image"),

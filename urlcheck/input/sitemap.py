@@ -204,6 +204,8 @@ class SitemapSource:
         self.sitemaps: list[str] = self._children() if self.root == INDEX else []
         self._parts = list(parts) if self.root == INDEX else [self.path]
         self._starts: list[int] = []  # the first row of each part, found by records()
+        if self.root == URLSET:
+            self._refuse_without_entries()
         self._spool = Spool()
 
     def __repr__(self) -> str:
@@ -235,6 +237,21 @@ class SitemapSource:
             getattr(exc, "lineno", 0),
             exc.msg,
         )
+
+    def _refuse_without_entries(self) -> None:
+        """A sitemap with no ``<url>`` to read is refused, as a CSV without rows is: the run
+        would end "finished", exit 0, having checked nothing (blank lines before ``<?xml``, as
+        some CMS plugins write, stop lxml before the first entry)."""
+        with ExitStack() as stack:
+            try:
+                for _ in _iterparse(self._open(self.path, stack), "url"):
+                    return
+            except etree.XMLSyntaxError as exc:
+                raise InputError(
+                    f"{self._name}: not well-formed XML at line {getattr(exc, 'lineno', 0)} "
+                    f"({exc.msg}); no <url> entry could be read"
+                ) from None
+        raise InputError(f"{self._name}: the sitemap holds no <url> entry")
 
     def _children(self) -> list[str]:
         children: list[str] = []
