@@ -16,8 +16,13 @@ from collections.abc import Callable
 
 from urlcheck.input.errors import InputError
 
-URL_NAMES = ("url", "address", "source", "from", "old", "old_url")
-EXPECTED_NAMES = ("expected", "target", "to", "destination", "new", "new_url", "redirect")
+# With "_url" too: "Source URL,Destination URL" and "URL,Expected URL" are redirect maps' own
+# headers, which without them gave every row no verdict.
+URL_NAMES = ("url", "address", "source", "from", "old", "old_url", "source_url", "from_url")
+EXPECTED_NAMES = (
+    *("expected", "target", "to", "destination", "new", "new_url", "redirect"),
+    *("expected_url", "target_url", "destination_url", "to_url"),
+)
 DELIMITERS = (",", ";", "\t", "|")
 
 SAMPLE_BYTES = 64 * 1024  # what the encoding and delimiter are guessed from
