@@ -150,6 +150,20 @@ def test_a_list_keeps_the_delimiters_of_its_urls(tmp_path):
     assert read(write(tmp_path, data))[0] == "list"
 
 
+@pytest.mark.parametrize("codec", ["utf-8", "utf-16"])
+def test_a_list_line_over_the_line_limit_is_a_row_that_is_not_read(tmp_path, monkeypatch, codec):
+    # it was dropped without a word: no result line, no warning, as if it were blank
+    monkeypatch.setattr("urlcheck.input.lines.MAX_LINE", 5000)
+    text = "https://a.example/\nhttps://a.example/?" + "y" * 20_000 + "\nhttps://b.example/\n"
+    kind, records = read(write(tmp_path, text.encode(codec)))
+    assert (kind, [(r.row, r.url, r.unreadable) for r in records]) == (
+        "list",
+        [(1, "https://a.example/", False), (2, "", True), (3, "https://b.example/", False)],
+    )
+    assert records[1].problem is not None
+    assert records[1].problem.startswith("the line is over the line limit (")
+
+
 def test_a_list_in_utf16_and_a_list_of_comments(tmp_path):
     data = "https://a.example/ü\r\nhttps://b.example/\r\n".encode("utf-16")
     kind, records = read(write(tmp_path, data))
