@@ -247,6 +247,20 @@ def test_a_sitemap_url_that_cannot_be_fetched_is_one_line(site: SiteServer, tmp_
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("job", [["--no-job"], ["--jobdir", "job"]], ids=["no-job", "job"])
+def test_a_sitemap_url_answering_a_page_is_one_line_naming_the_url(site: SiteServer, tmp_path, job):
+    # it named the fetched file ("/tmp/urlcheck-sitemaps-.../07bd....xml" or "job/input.csv")
+    # and called the page "XML" (its <!doctype html> hid its <html> root)
+    page = site.url("127.0.0.9", "/ok")
+    done = urlcheck("check", page, *job, "-q", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert (
+        f"{page}: an HTML page (its root is <html>), not a sitemap (<urlset> or <sitemapindex>) "
+        "nor a list of URLs"
+    ) in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_more_rows_than_the_cap_end_the_run_before_a_request(site: SiteServer, tmp_path):
     # A sitemap index's rows are counted once its sitemaps are fetched: the cap holds there too.
     tag = f"t{os.getpid()}x{time.monotonic_ns()}"

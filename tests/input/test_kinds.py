@@ -85,6 +85,9 @@ def test_the_kind_comes_from_the_content(data, kind):
     ("data", "message"),
     [
         (b"<html><body>hi</body></html>", "f: an HTML page (its root is <html>), not a sitemap"),
+        # as pages start: it was "an XML document with a DTD", or "XML" for <!doctype html>
+        (b"<!DOCTYPE html>\n<html><body>hi</body></html>", "f: an HTML page (its root is <html>)"),
+        (b"\n<!doctype html><title>t</title>", "f: an HTML page (its root is <html>)"),
         (b'<?xml version="1.0"?><rss/>', "f: XML (its root is <rss>), not a sitemap"),
         ("<html><body>hi</body></html>".encode("utf-16"), "f: an HTML page (its root is"),
         (

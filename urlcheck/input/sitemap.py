@@ -48,6 +48,7 @@ _WHITESPACE = " \t\r\n"
 # What may come before the root element: the XML declaration, comments, processing
 # instructions and whitespace; a DOCTYPE is refused.
 _PROLOG = re.compile(rb"(?:\s+|<\?.*?\?>|<!--.*?-->)*", re.DOTALL)
+_HTML_DOCTYPE = re.compile(rb"<!DOCTYPE\s+html[\s>]", re.IGNORECASE)
 _ROOT = re.compile(rb"<(?:[A-Za-z_][\w.\-]*:)?([A-Za-z_][\w.\-]*)[\s/>]")
 # How a UTF-16 document starts: its byte-order mark, or "<?" in one byte order
 _UTF16_STARTS = (
@@ -125,6 +126,8 @@ def root_name(head: bytes, name: str) -> str | None:
     body = xml_view(head)
     start = _PROLOG.match(body)
     rest = body[start.end() if start else 0 :]
+    if _HTML_DOCTYPE.match(rest):  # every HTML page's first line: no sitemap, nor a DTD to fear
+        return "html"
     if rest.startswith((b"<!DOCTYPE", b"<!ENTITY")):
         raise InputError(f"{name}: an XML document with a DTD; a sitemap has none, refused")
     found = _ROOT.match(rest)
