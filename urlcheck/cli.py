@@ -160,6 +160,11 @@ def _check_parser() -> argparse.ArgumentParser:
         "none); the same command resumes it (docs/jobs.md)",
     )
     parser.add_argument(
+        "--no-job",
+        action="store_true",
+        help="run without a job: no resume, no status or control; results.jsonl here unless --out",
+    )
+    parser.add_argument(
         "-o",
         "--output",
         metavar="FILE",
@@ -218,6 +223,13 @@ def check_argv(args: Sequence[str]) -> list[str]:
     opts, passthrough = parser.parse_known_args(args)
     if opts.csv is None and not opts.jobdir:
         parser.error("name the CSV to check, or --jobdir DIR of a job to resume")
+    if opts.jobdir and opts.no_job:
+        parser.error("--jobdir and --no-job exclude each other")
+    stray = _stray_arguments(passthrough)
+    if stray:
+        # `urlcheck check *.csv`, or a value whose option was left out: Scrapy's crawl would
+        # only print its help, without a word on what is wrong.
+        parser.error(f"one INPUT at a time; unexpected argument(s): {' '.join(stray)}")
     argv = ["crawl", "check"] + ([] if opts.csv is None else ["-a", f"csv={opts.csv}"])
     if opts.out:
         argv += ["-a", f"out={opts.out}"]
@@ -225,6 +237,8 @@ def check_argv(args: Sequence[str]) -> list[str]:
         argv += ["-a", f"sheet={opts.sheet}"]
     if opts.jobdir:
         argv += ["-s", f"JOBDIR={opts.jobdir}"]
+    if opts.no_job:
+        argv += ["--no-job"]
     for output in opts.output:
         argv += ["-o", output]
     for setting in opts.set:
@@ -242,6 +256,24 @@ def check_argv(args: Sequence[str]) -> list[str]:
     if opts.logfile:
         argv += ["--logfile", opts.logfile]
     return argv + passthrough
+
+
+# The options of `scrapy crawl` that urlcheck check does not name and that take a value.
+_PASSED_WITH_VALUE = frozenset({"-O", "--overwrite-output", "--profile", "--pidfile"})
+
+
+def _stray_arguments(passthrough: list[str]) -> list[str]:
+    """The arguments left over that are neither options of `scrapy crawl` nor their values."""
+    stray: list[str] = []
+    value_next = False
+    for arg in passthrough:
+        if value_next:
+            value_next = False
+        elif arg.startswith("-") and arg != "-":
+            value_next = arg in _PASSED_WITH_VALUE
+        else:
+            stray.append(arg)
+    return stray
 
 
 def _command_help(name: str) -> str:

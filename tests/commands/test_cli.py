@@ -188,6 +188,32 @@ def test_check_arguments_become_scrapy_crawl_arguments() -> None:
     assert check_argv(["--jobdir", "j"]) == ["crawl", "check", "-s", "JOBDIR=j"]
 
 
+def test_check_refuses_what_it_would_otherwise_drop_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "a.csv").write_text("url\nhttp://127.0.0.2:9/\n", encoding="utf-8")
+    # `urlcheck check *.csv`: Scrapy's crawl printed its help only, saying nothing of the why
+    done = urlcheck("check", "a.csv", "b.csv", "--no-job", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "urlcheck check: error: one INPUT at a time; unexpected argument(s): b.csv"
+    )
+    # --no-job won over --jobdir without a word: the results went elsewhere than asked
+    done = urlcheck("check", "a.csv", "--jobdir", "job", "--no-job", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "urlcheck check: error: --jobdir and --no-job exclude each other"
+    )
+    assert check_argv(["a.csv", "--no-job", "-O", "o.json", "--nolog"]) == [
+        "crawl", "check", "-a", "csv=a.csv", "--no-job", "-O", "o.json", "--nolog",
+    ]  # fmt: skip
+    # scrapy crawl itself names the extra argument too
+    done = scrapy("crawl", "check", "-a", f"csv={tmp_path / 'a.csv'}", "b.csv")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1].endswith(
+        "error: one spider at a time; unexpected argument(s): b.csv (the input is -a csv=PATH)"
+    )
+    assert not (tmp_path / "results.jsonl").exists()
+
+
 def test_check_from_any_directory_keeps_the_exit_codes(site: SiteServer, tmp_path: Path) -> None:
     ok, moved = site.url("127.0.0.7", "/ok"), site.url("127.0.0.7", "/redirect/302?to=/ok")
     (tmp_path / "urls.csv").write_text(f"url,expected\n{ok},\n{moved},{ok}\n", encoding="utf-8")

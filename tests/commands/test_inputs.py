@@ -76,6 +76,39 @@ def test_stdin_is_copied_into_the_job_and_resumes_from_it(site: SiteServer, tmp_
     assert len(results(jobdir / "results.jsonl")) == 2
 
 
+def test_other_stdin_for_a_job_is_refused_in_terms_of_stdin(site: SiteServer, tmp_path):
+    ok = site.url("127.0.0.7", "/ok")
+    done = urlcheck("check", "-", "--jobdir", "job", *FAST, cwd=tmp_path, stdin=f"{ok}\n".encode())
+    assert done.returncode == 0, done.stderr[-2000:]
+    # a re-check goes on with the same job, so it must be the same input
+    again = urlcheck(
+        "check", "-", "--jobdir", "job", "-a", "recheck=2xx", *FAST, cwd=tmp_path,
+        stdin=f"{ok}?other\n".encode(),
+    )  # fmt: skip
+    assert again.returncode == 2, again.stderr[-2000:]
+    (line,) = again.stderr.strip().splitlines()
+    # it named job/stdin.input, a file the user never gave, and said to leave out -a csv
+    assert line.startswith("urlcheck: standard input is not the input job job was started with")
+    assert line.endswith(
+        "To go on with the job's own copy of its input, leave out - (--jobdir job alone); to "
+        "check what is piped in, cancel the job first (scrapy job cancel job) or use another "
+        "--jobdir"
+    )
+
+
+def test_job_status_finds_the_default_job_of_stdin_and_of_a_sitemap_url(site: SiteServer, tmp_path):
+    ok, sitemap = site.url("127.0.0.7", "/ok"), site.url("127.0.0.7", "/sitemap.xml?n=2")
+    for given, piped in (("-", f"{ok}\n".encode()), (sitemap, None)):
+        done = urlcheck("check", given, *FAST, cwd=tmp_path, stdin=piped)
+        assert done.returncode == 0, done.stderr[-2000:]
+        # "-: no such job directory", and "https:/127.0.0.7:.../sitemap.xml?n=2" for the URL
+        status = urlcheck("job", "status", given, "--json", cwd=tmp_path)
+        assert status.returncode == 0, status.stderr[-2000:]
+        shown = json.loads(status.stdout)
+        assert (shown["state"], shown["done_rows"]) == ("done", 2 if piped is None else 1)
+        assert Path(shown["jobdir"]).parent == tmp_path / ".urlcheck" / "jobs"
+
+
 def test_empty_stdin_is_refused_in_one_line(tmp_path):
     done = urlcheck("check", "-", "--no-job", *FAST, cwd=tmp_path, stdin=b"")
     assert done.returncode == 2, done.stderr[-2000:]
@@ -109,6 +142,18 @@ def test_a_sitemap_carries_lastmod_into_input(site: SiteServer, tmp_path, name, 
         (3, None, 200, {}),
     ]
     assert (rows[2]["status"], rows[2]["hops"]) == (301, 1)
+
+
+def test_a_sitemap_of_which_no_entry_can_be_read_is_an_input_error(tmp_path):
+    # blank lines before <?xml, as some CMS plugins write: the run ended "finished", exit 0
+    xml = '\n\n<?xml version="1.0" encoding="UTF-8"?>\n<urlset><url><loc>http://127.0.0.2:9/</loc></url></urlset>'
+    (tmp_path / "sitemap.xml").write_text(xml, encoding="utf-8")
+    done = urlcheck("check", "sitemap.xml", "--no-job", *FAST, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines() == [
+        "urlcheck: sitemap.xml: not well-formed XML at line 3 (XML declaration allowed only at "
+        "the start of the document, line 3, column 6); no <url> entry could be read"
+    ]
 
 
 def test_a_file_that_is_no_input_is_refused_in_one_line(tmp_path):
@@ -199,6 +244,20 @@ def test_a_sitemap_url_that_cannot_be_fetched_is_one_line(site: SiteServer, tmp_
     done = urlcheck("check", gone, "--no-job", "-q", cwd=tmp_path)
     assert done.returncode == 2, done.stderr[-2000:]
     assert f"{gone}: the sitemap could not be fetched (HTTP 404)" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("job", [["--no-job"], ["--jobdir", "job"]], ids=["no-job", "job"])
+def test_a_sitemap_url_answering_a_page_is_one_line_naming_the_url(site: SiteServer, tmp_path, job):
+    # it named the fetched file ("/tmp/urlcheck-sitemaps-.../07bd....xml" or "job/input.csv")
+    # and called the page "XML" (its <!doctype html> hid its <html> root)
+    page = site.url("127.0.0.9", "/ok")
+    done = urlcheck("check", page, *job, "-q", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert (
+        f"{page}: an HTML page (its root is <html>), not a sitemap (<urlset> or <sitemapindex>) "
+        "nor a list of URLs"
+    ) in done.stderr
     assert "Traceback" not in done.stderr
 
 

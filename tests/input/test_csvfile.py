@@ -217,6 +217,11 @@ def test_column_names_any_case_trimmed_blank_and_duplicate(tmp_path: Path) -> No
         ("address,redirect", "address", "redirect"),
         ("Url,Target", "Url", "Target"),
         ("page,expected", "page", "expected"),  # no URL name: the first column
+        # redirect maps' own headers: they gave no expected column, so no row a verdict
+        ("Source URL,Destination URL", "Source URL", "Destination URL"),
+        ("From URL,To URL", "From URL", "To URL"),
+        ("URL,Expected URL", "URL", "Expected URL"),
+        ("Page,Target URL", "Page", "Target URL"),
     ],
 )
 def test_column_names(tmp_path: Path, names: str, url: str, expected: str) -> None:

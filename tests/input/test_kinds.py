@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import logging
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,6 +59,13 @@ def urls(records: list[Record]) -> list[tuple[int, str]]:
         (b"https://a/\nhttps://b/\n", "list"),
         (b"# mine\nhttps://a/?x=1,2\nwww.b.example\n", "list"),
         (b"\xef\xbb\xbfhttps://a/\r\n", "list"),
+        # a delimiter in every line, but in its URL's query or path parameters: the URL's own
+        (b"https://a/?ids=1,2\nhttps://a/?ids=3,4\n", "list"),
+        (b"https://a/x;jsessionid=A1\nhttps://a/y;jsessionid=B2\nwww.a.example/?c=1|2\n", "list"),
+        # ...unless what it would cut off is a URL, a path's comma or words: a CSV's cells
+        (b"https://a/?x=1,https://b/\nhttps://a/?x=2,https://b/\n", "csv"),
+        (b"https://a/x,301\nhttps://a/y,301\n", "csv"),
+        (b"https://a/?x=1;moved away\nhttps://a/?x=2;moved away\n", "csv"),
         (f"<urlset {NS}><url><loc>https://a/</loc></url></urlset>".encode(), "sitemap"),
         (b'<?xml version="1.0"?>\n<!-- hi --><sitemapindex/>', "sitemap"),
         (gzip.compress(b"<urlset/>", mtime=0), "sitemap"),
@@ -79,6 +87,9 @@ def test_the_kind_comes_from_the_content(data, kind):
     ("data", "message"),
     [
         (b"<html><body>hi</body></html>", "f: an HTML page (its root is <html>), not a sitemap"),
+        # as pages start: it was "an XML document with a DTD", or "XML" for <!doctype html>
+        (b"<!DOCTYPE html>\n<html><body>hi</body></html>", "f: an HTML page (its root is <html>)"),
+        (b"\n<!doctype html><title>t</title>", "f: an HTML page (its root is <html>)"),
         (b'<?xml version="1.0"?><rss/>', "f: XML (its root is <rss>), not a sitemap"),
         ("<html><body>hi</body></html>".encode("utf-16"), "f: an HTML page (its root is"),
         (
@@ -86,6 +97,15 @@ def test_the_kind_comes_from_the_content(data, kind):
             "f: an XML document with a DTD",
         ),
         (gzip.compress(b"https://a/\n", mtime=0), "f: a gzip archive that holds no sitemap"),
+        # a sitemap with no entry to check: it was a run "finished", exit 0, that checked nothing
+        (f"<urlset {NS}>\n</urlset>".encode(), "f: the sitemap holds no <url> entry"),
+        (
+            f'\n\n<?xml version="1.0"?><urlset {NS}><url><loc>https://a/</loc></url></urlset>'.encode(),
+            "f: not well-formed XML at line 3 (XML declaration allowed only at the start of the "
+            "document, line 3, column 6); no <url> entry could be read",
+        ),
+        # what Excel saves of a sheet with formatted empty rows: no list of the URL ",,,"
+        (b",,,\r\n,,,\r\n", "f: the file has no rows, only blank lines"),
         (b"\x89PNG\r\n\x1a\n\x00\x00", "f: not a CSV text file, it looks like a PNG image"),
         # a DTD is where entity bombs and external entities live: no sitemap has one
         (
@@ -99,9 +119,11 @@ def test_the_kind_comes_from_the_content(data, kind):
         ),
     ],
 )
-def test_what_is_no_input_is_refused_in_one_line(data, message):
+def test_what_is_no_input_is_refused_in_one_line(tmp_path, monkeypatch, data, message):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, data, "f")
     with pytest.raises(InputError) as info:
-        sniff_kind(data, "f")
+        open_source("f")
     assert str(info.value).startswith(message)
     assert "\n" not in str(info.value)
 
@@ -120,6 +142,31 @@ def test_a_list_numbers_its_rows_by_line_and_keeps_each_line_whole(tmp_path):
     ]
     assert all(r.expected is None and r.extra == {} for r in records)
     assert records[0].offset == data.index(b"https://a")
+
+
+def test_a_list_keeps_the_delimiters_of_its_urls(tmp_path):
+    # every line splits at a ';' or a ',': read as a CSV, each URL was cut there
+    data = b"https://a.example/x;jsessionid=A1\r\nhttps://a.example/y;jsessionid=B2\r\n"
+    assert urls(read(write(tmp_path, data))[1]) == [
+        (1, "https://a.example/x;jsessionid=A1"),
+        (2, "https://a.example/y;jsessionid=B2"),
+    ]
+    data = b"https://a.example/?color=red,blue\nhttps://a.example/?size=1,2\n"
+    assert read(write(tmp_path, data))[0] == "list"
+
+
+@pytest.mark.parametrize("codec", ["utf-8", "utf-16"])
+def test_a_list_line_over_the_line_limit_is_a_row_that_is_not_read(tmp_path, monkeypatch, codec):
+    # it was dropped without a word: no result line, no warning, as if it were blank
+    monkeypatch.setattr("urlcheck.input.lines.MAX_LINE", 5000)
+    text = "https://a.example/\nhttps://a.example/?" + "y" * 20_000 + "\nhttps://b.example/\n"
+    kind, records = read(write(tmp_path, text.encode(codec)))
+    assert (kind, [(r.row, r.url, r.unreadable) for r in records]) == (
+        "list",
+        [(1, "https://a.example/", False), (2, "", True), (3, "https://b.example/", False)],
+    )
+    assert records[1].problem is not None
+    assert records[1].problem.startswith("the line is over the line limit (")
 
 
 def test_a_list_in_utf16_and_a_list_of_comments(tmp_path):
@@ -356,7 +403,13 @@ def test_what_a_parser_refuses_is_left_to_the_parser(tmp_path, odd):
     data = f"<urlset {NS}><url><loc>https://a/1</loc></url><url><loc>{odd}</loc></url></urlset>"
     plain = _PlainUrls(io.BytesIO(data.encode()))
     assert list(plain.batches()) == [] and plain.read == 0
-    _, records = read(write(tmp_path, data.encode(), "odd.xml"))
-    by_lxml = data.replace("<url>", "<!-- --><url>", 1).encode()
-    _, lxml_records = read(write(tmp_path, by_lxml, "lxml.xml"))
-    assert records == lxml_records  # what lxml read before the error, if anything
+    by_lxml = data.replace("<url>", "<!-- --><url>", 1)
+
+    def outcome(text: str) -> object:
+        """The rows lxml read before the error, or the error (when it read none)."""
+        try:
+            return urls(read(write(tmp_path, text.encode(), "sitemap.xml"))[1])
+        except InputError as exc:
+            return re.sub(r"column \d+", "column N", str(exc))  # the comment moves them
+
+    assert outcome(data) == outcome(by_lxml)

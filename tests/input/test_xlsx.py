@@ -288,6 +288,10 @@ def _with_sheet(tmp_path: Path, name: str, sheet: str) -> Path:
     return tmp_path / name
 
 
+def _plain_rows(sheet: str) -> _PlainRows:
+    return _PlainRows(io.BytesIO(sheet.encode()), lambda i: "", set(), dt.datetime(1899, 12, 30))
+
+
 def test_a_sheet_reads_the_same_by_pattern_and_by_lxml(tmp_path):
     rows = 3_000  # past the first read (64 KiB): the switch comes mid-sheet
     sheets = {
@@ -295,12 +299,12 @@ def test_a_sheet_reads_the_same_by_pattern_and_by_lxml(tmp_path):
         "lxml": _sheet(rows, 0).replace("<sheetData>", "<sheetData><!-- -->"),
         "switch": _sheet(rows, 1_500),
     }
-    plain = _PlainRows(io.BytesIO(sheets["plain"].encode()), lambda i: "", set())
+    plain = _plain_rows(sheets["plain"])
     assert sum(len(batch) for batch in plain.batches()) > 0 and plain.finished
-    switch = _PlainRows(io.BytesIO(sheets["switch"].encode()), lambda i: "", set())
+    switch = _plain_rows(sheets["switch"])
     assert sum(len(batch) for batch in switch.batches()) > 0 and not switch.finished
     assert 0 < switch.read < 1_500
-    lxml = _PlainRows(io.BytesIO(sheets["lxml"].encode()), lambda i: "", set())
+    lxml = _plain_rows(sheets["lxml"])
     assert list(lxml.batches()) == [] and lxml.read == 0
 
     read_as = {}
@@ -324,3 +328,20 @@ def test_a_sheet_reads_the_same_by_pattern_and_by_lxml(tmp_path):
     # the last row read by pattern is a data row: lxml reading it again would show
     last = switch.read if switch.read < 1_000 else switch.read + 5
     assert last in found
+
+
+@pytest.mark.parametrize("mac", [False, True], ids=["1900", "1904"])
+def test_dates_are_the_days_excel_shows_in_either_date_system(tmp_path, mac):
+    wb = openpyxl.Workbook()
+    if mac:  # old Excel for Mac counts from 1904: its dates read 4 years and a day early
+        wb.epoch = openpyxl.utils.datetime.CALENDAR_MAC_1904
+    ws = wb.active
+    ws.append(["url", "day", "early", "time"])
+    ws.append(["https://a.example/", DAY, dt.date(1904, 1, 5), dt.time(13, 45)])
+    if not mac:  # before 1 March 1900, Excel's serials are a day later than the calendar's
+        ws.append(["https://b.example/", dt.date(1900, 1, 1), dt.date(1900, 2, 28), None])
+    wb.save(tmp_path / "dates.xlsx")
+    records = read(open_source(tmp_path / "dates.xlsx"))
+    assert records[0].extra == {"day": "2024-05-06", "early": "1904-01-05", "time": "13:45:00"}
+    if not mac:
+        assert records[1].extra == {"day": "1900-01-01", "early": "1900-02-28", "time": ""}

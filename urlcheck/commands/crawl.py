@@ -121,8 +121,13 @@ class Command(ScrapyCrawlCommand):
             self._own_log = take_the_log(self.settings)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if len(args) != 1:
+        if not args:
             raise UsageError
+        if len(args) > 1:
+            extra = " ".join(args[1:])
+            raise UsageError(
+                f"one spider at a time; unexpected argument(s): {extra} (the input is -a csv=PATH)"
+            )
         assert self.crawler_process is not None
         assert self.settings is not None
         check = args[0] == "check"

@@ -19,7 +19,9 @@ from scrapy.exceptions import UsageError
 
 from urlcheck.config.reader import ConfigError
 from urlcheck.crawl.configfile import add_config_option, read_config_or_exit
+from urlcheck.input.sitemap import is_remote
 from urlcheck.jobs.exitcodes import ExitCode
+from urlcheck.jobs.place import default_jobdir
 from urlcheck.jobs.steer import ACTIONS as STEER_ACTIONS
 from urlcheck.jobs.steer import SteerError, steer
 from urlcheck.jobs.supervise import SuperviseConfig, supervise
@@ -146,7 +148,7 @@ class Command(ScrapyCommand):
         self.exitcode = int(
             steer(
                 args[0],
-                Path(args[1]),
+                _job_of(args[1]),
                 as_json=opts.json,
                 fleet_for=_fleet_for(redis_url, params),
             )
@@ -202,3 +204,11 @@ class Command(ScrapyCommand):
             stop_grace=opts.stop_grace,
         )
         return supervise(jobdir, list(opts.set or []), extra, config)
+
+
+def _job_of(given: str) -> Path:
+    """A job directory, or the input of a default job instead: a CSV's path (steer finds its
+    job), ``-`` or a sitemap's URL, which ``Path`` would not keep as given (``https:/...``)."""
+    if given == "-" or is_remote(given):
+        return default_jobdir(given)
+    return Path(given)

@@ -13,7 +13,7 @@ from urlcheck.crawl.addon import distributed
 from urlcheck.input.errors import InputError
 from urlcheck.input.kind import open_source
 from urlcheck.input.sitemap import is_remote
-from urlcheck.jobs.errors import JobError, JobLockedError
+from urlcheck.jobs.errors import InputMismatchError, JobError, JobLockedError
 from urlcheck.jobs.exitcodes import ExitCode
 from urlcheck.jobs.files import INPUT_COPY, RESULTS_FILE
 from urlcheck.jobs.inuse import ResultsInUseError, refuse_in_use
@@ -139,7 +139,11 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
     try:
         if not is_remote(csv):
             check_input(jobdir, Path(csv), recheck=bool(recheck))
-    except JobError as exc:  # InputMismatchError among them
+    except InputMismatchError as exc:
+        lock.release()
+        message = _piped_mismatch(exc) if piped else str(exc)
+        raise PreflightError(message, ExitCode.INPUT_ERROR) from None
+    except JobError as exc:
         lock.release()
         raise PreflightError(str(exc), ExitCode.INPUT_ERROR) from None
     try:
@@ -148,6 +152,18 @@ def preflight(settings: BaseSettings, spider_args: dict[str, str]) -> JobLock | 
         lock.release()
         raise
     return lock
+
+
+def _piped_mismatch(exc: InputMismatchError) -> str:
+    """The mismatch in the terms of ``-``: the user named no file, and gave no ``-a csv``."""
+    jobdir = exc.jobdir
+    return (
+        f"standard input is not the input job {jobdir} was started with (sha256 "
+        f"{exc.actual[:12]}..., the job expects {exc.expected[:12]}...); nothing was checked. "
+        f"To go on with the job's own copy of its input, leave out - (--jobdir {jobdir} "
+        f"alone); to check what is piped in, cancel the job first (scrapy job cancel {jobdir}) "
+        "or use another --jobdir"
+    )
 
 
 def _check_writable(results: Path, jobdir: Path | None = None) -> None:

@@ -27,6 +27,7 @@ from urlcheck.input.sniff import (
     SAMPLE_LINES,
     is_header,
     line_decoder,
+    looks_like_url,
     sniff_delimiter,
     sniff_encoding,
     transcoded,
@@ -39,6 +40,10 @@ if TYPE_CHECKING:
 ZIP_MAGIC = b"PK\x03\x04"
 _XML_START = re.compile(rb"\s*<")
 _COMMENT = re.compile(r"\s*#(?![,;\t|])")
+_BLANK_ROW = re.compile(r"[,;\t|\s]+")
+_DELIMITER = re.compile(r"[,;|]")  # a tab is never a URL's: the URL is invalid with one
+# Where a URL's query (``?ids=1,2``) or a path parameter (``;jsessionid=...``) starts.
+_URL_PARAMETERS = re.compile(r"[?#]|;[\w.\-]+=")
 
 
 class Source(Protocol):
@@ -82,12 +87,27 @@ def _is_list(body: bytes, encoding: str, *, cut: bool) -> bool:
         return False
     if any(_COMMENT.match(line) for line in lines):  # no CSV has those ("#,url" is a header)
         return True
-    if not entries:
-        return False
-    _, width = sniff_delimiter(entries, prefer_tab=bool(codec))
+    if not entries or all(_BLANK_ROW.fullmatch(entry) for entry in entries):
+        return False  # delimiters only: a CSV's blank rows, which it refuses as such
+    # A URL's own delimiters are no cells: such a line counts as the one cell it is.
+    cells = [_DELIMITER.sub("_", entry) if _own_delimiters(entry) else entry for entry in entries]
+    _, width = sniff_delimiter(cells, prefer_tab=bool(codec))
     if width >= 2:
         return False
     return not is_header([entries[0]], [[entry] for entry in entries[1:50]])
+
+
+def _own_delimiters(entry: str) -> bool:
+    """Whether the delimiters of a list's line are its URL's own: they are in its query or its
+    path parameters (``https://a/?ids=1,2``, ``https://a/x;jsessionid=1``), and nothing they
+    would cut off looks like a URL (``https://a/?x=1,https://b/`` is a CSV's two cells)."""
+    found = _DELIMITER.search(entry)
+    if found is None or any(char.isspace() for char in entry) or not looks_like_url(entry):
+        return False
+    parameters = _URL_PARAMETERS.search(entry)
+    if parameters is None or parameters.start() > found.start():
+        return False
+    return not any(looks_like_url(cell) for cell in _DELIMITER.split(entry)[1:])
 
 
 def open_source(path: str | os.PathLike[str], *, sheet: str | None = None) -> Source:

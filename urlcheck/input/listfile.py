@@ -8,16 +8,20 @@ byte where the line starts. Encodings are the CSV reader's
 from __future__ import annotations
 
 import io
+import logging
 import os
 from collections.abc import Callable, Generator
 from contextlib import closing
 from pathlib import Path
 
+from urlcheck.input.csvfile import too_long
 from urlcheck.input.errors import InputError
 from urlcheck.input.files import ReopenedInput, open_input, read_head
-from urlcheck.input.lines import CHUNK, physical_lines
+from urlcheck.input.lines import CHUNK, UNREAD, physical_lines
 from urlcheck.input.record import Record
 from urlcheck.input.sniff import WHITESPACE, line_decoder, sniff_encoding, transcoded
+
+logger = logging.getLogger(__name__)
 
 _FIRST_READ = 4096
 _STRIP = WHITESPACE + "\ufeff"
@@ -61,6 +65,12 @@ class ListSource(ReopenedInput):
                 line += 1
                 if skip is not None and skip(line):
                     continue
+                if raw is UNREAD:  # over the line limit: a row all the same, as in a CSV
+                    logger.warning(
+                        "%s: line %d (byte %d): %s", self._name, line, start, too_long(size)
+                    )
+                    yield _unread(line, start, size)
+                    continue
                 url = list_entry(decode(raw))
                 if url is not None:
                     yield Record(line, start, url, None, {})
@@ -71,6 +81,8 @@ class ListSource(ReopenedInput):
         if offset >= self._start:
             lines = physical_lines(self._handle, offset, _FIRST_READ, self._codec, self._name)
             found = next(lines, None)
+            if found is not None and found[1] is UNREAD and self._line_starts_at(offset):
+                return _unread(row, offset, found[0])
             url = None if found is None else list_entry(self._decode(found[1]))
             if url is not None and self._line_starts_at(offset):
                 return Record(row, offset, url, None, {})
@@ -86,3 +98,8 @@ class ListSource(ReopenedInput):
         self._handle.seek(offset - unit)
         before = self._handle.read(unit).decode(self._codec or "latin-1", "replace")
         return before in ("\n", "\r")
+
+
+def _unread(row: int, offset: int, size: int) -> Record:
+    """A line over the limit: no URL read, its row's result an ``invalid_row`` line."""
+    return Record(row, offset, "", None, {}, too_long(size))

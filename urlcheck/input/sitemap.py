@@ -50,6 +50,7 @@ _WHITESPACE = " \t\r\n"
 # What may come before the root element: the XML declaration, comments, processing
 # instructions and whitespace; a DOCTYPE is refused.
 _PROLOG = re.compile(rb"(?:\s+|<\?.*?\?>|<!--.*?-->)*", re.DOTALL)
+_HTML_DOCTYPE = re.compile(rb"<!DOCTYPE\s+html[\s>]", re.IGNORECASE)
 _ROOT = re.compile(rb"<(?:[A-Za-z_][\w.\-]*:)?([A-Za-z_][\w.\-]*)[\s/>]")
 # How a UTF-16 document starts: its byte-order mark, or "<?" in one byte order
 _UTF16_STARTS = (
@@ -136,6 +137,8 @@ def root_name(head: bytes, name: str) -> str | None:
     body = xml_view(head)
     start = _PROLOG.match(body)
     rest = body[start.end() if start else 0 :]
+    if _HTML_DOCTYPE.match(rest):  # every HTML page's first line: no sitemap, nor a DTD to fear
+        return "html"
     if rest.startswith((b"<!DOCTYPE", b"<!ENTITY")):
         raise InputError(f"{name}: an XML document with a DTD; a sitemap has none, refused")
     found = _ROOT.match(rest)
@@ -245,6 +248,8 @@ class SitemapSource:
         self.sitemaps: list[str] = self._children() if self.root == INDEX else []
         self._parts = list(parts) if self.root == INDEX else [self.path]
         self._starts: list[int] = []  # the first row of each part, found by records()
+        if self.root == URLSET:
+            self._refuse_without_entries()
         self._spool = Spool()
 
     def __repr__(self) -> str:
@@ -276,6 +281,21 @@ class SitemapSource:
             getattr(exc, "lineno", 0),
             exc.msg,
         )
+
+    def _refuse_without_entries(self) -> None:
+        """A sitemap with no ``<url>`` to read is refused, as a CSV without rows is: the run
+        would end "finished", exit 0, having checked nothing (blank lines before ``<?xml``, as
+        some CMS plugins write, stop lxml before the first entry)."""
+        with ExitStack() as stack:
+            try:
+                for _ in _iterparse(self._open(self.path, stack), "url"):
+                    return
+            except etree.XMLSyntaxError as exc:
+                raise InputError(
+                    f"{self._name}: not well-formed XML at line {getattr(exc, 'lineno', 0)} "
+                    f"({exc.msg}); no <url> entry could be read"
+                ) from None
+        raise InputError(f"{self._name}: the sitemap holds no <url> entry")
 
     def _children(self) -> list[str]:
         children: list[str] = []

@@ -16,8 +16,13 @@ from collections.abc import Callable
 
 from urlcheck.input.errors import InputError
 
-URL_NAMES = ("url", "address", "source", "from", "old", "old_url")
-EXPECTED_NAMES = ("expected", "target", "to", "destination", "new", "new_url", "redirect")
+# With "_url" too: "Source URL,Destination URL" and "URL,Expected URL" are redirect maps' own
+# headers, which without them gave every row no verdict.
+URL_NAMES = ("url", "address", "source", "from", "old", "old_url", "source_url", "from_url")
+EXPECTED_NAMES = (
+    *("expected", "target", "to", "destination", "new", "new_url", "redirect"),
+    *("expected_url", "target_url", "destination_url", "to_url"),
+)
 DELIMITERS = (",", ";", "\t", "|")
 
 SAMPLE_BYTES = 64 * 1024  # what the encoding and delimiter are guessed from
@@ -197,7 +202,7 @@ def header_names(first: list[str]) -> list[str]:
     return names
 
 
-def _looks_like_url(cell: str) -> bool:
+def looks_like_url(cell: str) -> bool:
     return _LOOKS_LIKE_URL.match(cell) is not None
 
 
@@ -207,11 +212,11 @@ def is_header(first: list[str], rows: list[list[str]]) -> bool:
     url_index = find(keys, URL_NAMES)
     if url_index is not None or find(keys, EXPECTED_NAMES) is not None:
         # A known name where a URL would be is a header; "https://a/,new" is a data row.
-        return not _looks_like_url(first[url_index or 0])
-    if _looks_like_url(first[0]):
+        return not looks_like_url(first[url_index or 0])
+    if looks_like_url(first[0]):
         return False
     # Unknown names: a header if the first column holds URLs below its first cell.
-    votes = [_looks_like_url(cells[0]) for cells in rows if cells]
+    votes = [looks_like_url(cells[0]) for cells in rows if cells]
     return bool(votes) and 2 * sum(votes) > len(votes)
 
 

@@ -67,7 +67,8 @@ _PKG_REL = "http://schemas.openxmlformats.org/package/2006/relationships"
 # Built-in number formats that show a date or a time (ECMA-376 18.8.30, and the CJK ones).
 _DATE_FORMATS = {*range(14, 23), *range(27, 37), *range(45, 48), *range(50, 59)}
 _QUOTED = re.compile(r'"[^"]*"|\[[^\]]*\]|\\.')
-_EPOCH = dt.datetime(1899, 12, 30)
+_EPOCH = dt.datetime(1899, 12, 30)  # the 1900 system, from 1 March 1900 on (below)
+_EPOCH_1904 = dt.datetime(1904, 1, 1)  # a workbook's date1904 (old Excel for Mac)
 
 
 def _parse(stream: Readable, tag: str | tuple[str, ...]) -> Iterator[tuple[str, Any]]:
@@ -160,11 +161,16 @@ def _is_date_format(code: str) -> bool:
     return plain != "general" and any(ch in plain for ch in "dmyhs")
 
 
-def _serial_to_text(value: str) -> str:
-    """An Excel date serial number as ISO 8601 (the 1900 date system)."""
+def _serial_to_text(value: str, epoch: dt.datetime) -> str:
+    """An Excel date serial number as ISO 8601, in the workbook's date system (``epoch``)."""
     try:
         days = float(value)
-        when = _EPOCH + dt.timedelta(days=days)
+        if 0 <= days < 1:  # a time of day alone (a time format): no day to show
+            when = dt.datetime.min + dt.timedelta(days=days)
+            return when.time().replace(microsecond=0).isoformat()
+        if epoch is _EPOCH and days < 60:
+            days += 1  # Excel's 1900 has a 29 February that never was (60): 1 is 1 January
+        when = epoch + dt.timedelta(days=days)
     except (ValueError, OverflowError):
         return value
     if days == int(days):
@@ -279,10 +285,13 @@ class _PlainRows(PlainReader[tuple[int, list[str]]]):
     text, attributes in another order, whitespace between elements), lxml reads on past the
     ``read`` rows."""
 
-    def __init__(self, stream: Readable, get: Callable[[int], str], dates: set[int]) -> None:
+    def __init__(
+        self, stream: Readable, get: Callable[[int], str], dates: set[int], epoch: dt.datetime
+    ) -> None:
         super().__init__(stream, _SHEET_START, "sheetData", "</row>")
         self._get = get
         self._dates = dates
+        self._epoch = epoch
 
     def parse(self, chunk: str) -> list[tuple[int, list[str]]] | None:
         """The non-blank rows of ``chunk`` (whole rows); None when it is not all plain."""
@@ -314,7 +323,7 @@ class _PlainRows(PlainReader[tuple[int, list[str]]]):
                     if kind == "b":
                         text = "TRUE" if text == "1" else "FALSE"
                     elif dates and kind in ("", "n") and style and int(style) in dates:
-                        text = _serial_to_text(text)
+                        text = _serial_to_text(text, self._epoch)
                 at = len(cells)
                 if column:
                     at = letters.get(column, -1)
@@ -371,6 +380,7 @@ class XlsxSource:
                 self.sheet, self._sheet_part = sheet, found[0]
             self._strings_part, self._styles_part = self._parts_of(book, workbook)
             self._dates = self._date_styles(book)
+            self._epoch = self._date_system(book, workbook)
             self._set_columns(book)
 
     def __repr__(self) -> str:
@@ -444,6 +454,14 @@ class XlsxSource:
             if target and target in book.NameToInfo:
                 sheets.append((elem.get("name", ""), target))
         return sheets
+
+    def _date_system(self, book: zipfile.ZipFile, workbook: str) -> dt.datetime:
+        """Day 0 of the workbook's dates: 1904-01-01 when it says ``date1904``."""
+        tags = (f"{{{_MAIN}}}workbookPr", f"{{{_STRICT}}}workbookPr")
+        for elem in self._xml(book, workbook, tags):
+            if elem.get("date1904", "").lower() in ("1", "true"):
+                return _EPOCH_1904
+        return _EPOCH
 
     def _parts_of(self, book: zipfile.ZipFile, workbook: str) -> tuple[str | None, str | None]:
         strings = styles = None
@@ -566,11 +584,11 @@ class XlsxSource:
         header_row = self._header_row if build is not None else 0
         add = self._spool.add
         row_tag, v_tag, is_tag = (f"{{{_MAIN}}}{tag}" for tag in ("row", "v", "is"))
-        dates = self._dates
+        dates, epoch = self._dates, self._epoch
         get = strings.get
         letters, digits = _LETTERS, "0123456789"
         with ExitStack() as stack:
-            plain = _PlainRows(self._open_part(book, self._sheet_part, stack), get, dates)
+            plain = _PlainRows(self._open_part(book, self._sheet_part, stack), get, dates, epoch)
             for batch in plain.batches():
                 for number, row in batch:
                     if build is None:
@@ -632,7 +650,7 @@ class XlsxSource:
                                 elif dates and kind in (None, "n"):
                                     style = c.get("s")
                                     if style and style.isdigit() and int(style) in dates:
-                                        text = _serial_to_text(text)
+                                        text = _serial_to_text(text, epoch)
                         if dense:
                             cells.append(text)
                             continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -160,7 +161,16 @@ class CheckSpider(Spider):
             if results.job is not None:
                 self.sheet = self._job_sheet(results.job)
             # A job reads its own copy of the input (docs/jobs.md, "The job's input").
-            source = open_source(results.input_path or given, sheet=self.sheet)
+            read_from = results.input_path or given
+            try:
+                source = open_source(read_from, sheet=self.sheet)
+            except InputError as exc:
+                if self.input is None or not is_remote(self.input):
+                    raise
+                # A fetched sitemap's file is ours (a temporary one, or the job's copy): the
+                # user named its URL.
+                message = str(exc).replace(os.fspath(read_from), self.input, 1)
+                raise InputError(message) from None
             if results.job is not None and isinstance(source, SitemapSource):
                 # Resumed from its copy, a sitemap a site gave is still the site's word.
                 fetcher = fetcher or self._sitemaps()
