@@ -12,6 +12,7 @@ from typing import Any
 
 import openpyxl
 import pytest
+from openpyxl.utils.datetime import CALENDAR_MAC_1904
 
 from tests.input import workbooks
 from tests.input.workbooks import write_xlsx
@@ -334,7 +335,7 @@ def test_a_sheet_reads_the_same_by_pattern_and_by_lxml(tmp_path):
 def test_dates_are_the_days_excel_shows_in_either_date_system(tmp_path, mac):
     wb = openpyxl.Workbook()
     if mac:  # old Excel for Mac counts from 1904: its dates read 4 years and a day early
-        wb.epoch = openpyxl.utils.datetime.CALENDAR_MAC_1904
+        wb.epoch = CALENDAR_MAC_1904
     ws = wb.active
     ws.append(["url", "day", "early", "time"])
     ws.append(["https://a.example/", DAY, dt.date(1904, 1, 5), dt.time(13, 45)])

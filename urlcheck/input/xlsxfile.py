@@ -277,6 +277,23 @@ class _Strings:
         self.close()
 
 
+def _place(cells: list[str], at: int, text: str) -> None:
+    """Put a cell's text in column ``at`` (0-based): Excel leaves empty cells out."""
+    if at > len(cells):
+        cells.extend([""] * (at - len(cells)))
+        cells.append(text)
+    elif at == len(cells):
+        cells.append(text)
+    else:
+        cells[at] = text
+
+
+def _blank(cells: list[str]) -> bool:
+    """A row of empty or blank cells: skipped, its number kept."""
+    first = cells[0] if cells else ""
+    return (not first or first.isspace()) and not "".join(cells).strip(WHITESPACE)
+
+
 class _PlainRows(PlainReader[tuple[int, list[str]]]):
     """A sheet's non-blank rows read by pattern (:mod:`urlcheck.input.plainxml`), as (sheet
     row number, cells as text), for a sheet as Excel or openpyxl writes it: bench/inputs.py's
@@ -331,15 +348,10 @@ class _PlainRows(PlainReader[tuple[int, list[str]]]):
                         at = _column(column, len(cells))
                 if at == len(cells):
                     cells.append(text)
-                elif at > len(cells):
-                    cells.extend([""] * (at - len(cells)))
-                    cells.append(text)
                 else:
-                    cells[at] = text
-            first = cells[0] if cells else ""
-            if (not first or first.isspace()) and not "".join(cells).strip(WHITESPACE):
-                continue  # a blank row
-            found.append((int(number), cells))
+                    _place(cells, at, text)
+            if not _blank(cells):
+                found.append((int(number), cells))
         self.read += len(rows)
         return found
 
@@ -660,14 +672,10 @@ class XlsxSource:
                             at = _column(ref, len(cells))
                         if at == len(cells):
                             cells.append(text)
-                        elif at > len(cells):
-                            cells.extend([""] * (at - len(cells)))
-                            cells.append(text)
                         else:
-                            cells[at] = text
-                    first = cells[0] if cells else ""
-                    if (not first or first.isspace()) and not "".join(cells).strip(WHITESPACE):
-                        continue  # a blank row
+                            _place(cells, at, text)
+                    if _blank(cells):
+                        continue
                     if build is None:
                         yield number, cells
                     elif number > header_row and (skip is None or not skip(number)):
