@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["ATTRS", "PlainReader", "character_data_ok", "start_pattern", "text"]
+__all__ = ["ATTRS", "PlainReader", "as_parsed", "character_data_ok", "start_pattern", "text"]
 
 # Attributes as plain writers write them: double quotes, no "<" or "&" in a value.
 ATTRS = r'(?: [\w:.-]+="[^"<&]*")*'
@@ -41,13 +41,32 @@ def text(raw: str) -> str:
     """Character data as an XML parser reads it: line ends LF, then references replaced (a
     ``&#13;`` is a carriage return the parser keeps)."""
     if "\r" in raw:
-        raw = raw.replace("\r\n", "\n").replace("\r", "\n")
+        raw = lf(raw)
     if "&" in raw:  # &amp; (a URL's query) alone is the usual case: faster
         if raw.count("&") == raw.count("&amp;"):
             raw = raw.replace("&amp;", "&")
         else:
             raw = REFERENCE.sub(_unescape, raw)
     return raw
+
+
+def as_parsed(chunk: str) -> tuple[str, bool]:
+    """``chunk`` with line ends LF and, when ``&amp;`` is its only reference (a URL's query),
+    that replaced, and whether its character data now reads as a parser reads it: then a
+    reader takes its texts as they are, where it would convert each (measured: 0.8 s of a
+    million-URL sitemap's 2.4 s). Tags are untouched: neither holds a line end or an ``&``
+    in a plain document."""
+    if "\r" in chunk:
+        chunk = lf(chunk)
+    if "&" not in chunk:
+        return chunk, True
+    if chunk.count("&") == chunk.count("&amp;"):
+        return chunk.replace("&amp;", "&"), True
+    return chunk, False
+
+
+def lf(data: str) -> str:
+    return data.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _unescape(found: re.Match[str]) -> str:

@@ -35,7 +35,7 @@ from lxml import etree
 from urlcheck.input.csvfile import record_builder
 from urlcheck.input.errors import InputError
 from urlcheck.input.files import open_input
-from urlcheck.input.plainxml import ATTRS, PlainReader, character_data_ok, start_pattern
+from urlcheck.input.plainxml import ATTRS, PlainReader, as_parsed, character_data_ok, start_pattern
 from urlcheck.input.plainxml import text as xml_text
 from urlcheck.input.sitemap import Readable, capped
 from urlcheck.input.sniff import (
@@ -558,9 +558,10 @@ class XlsxSource:
             if _NOT_PLAIN.search(chunk):
                 return False
             # Nearly always every entry is one plain <t>: all read by one findall.
-            texts = _PLAIN_SI.findall(chunk)
+            parsed, exact = as_parsed(chunk)
+            texts = _PLAIN_SI.findall(parsed if exact else chunk)
             if len(texts) == chunk.count("<si>") + chunk.count("<si/>"):
-                if "&" in chunk or "\r" in chunk:
+                if not exact:
                     texts = [
                         xml_text(text) if "&" in text or "\r" in text else text for text in texts
                     ]
