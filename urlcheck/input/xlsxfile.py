@@ -22,13 +22,11 @@ import datetime as dt
 import os
 import posixpath
 import re
-import tempfile
 import zipfile
-from array import array
 from collections.abc import Callable, Generator, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
@@ -37,6 +35,7 @@ from urlcheck.input.errors import InputError
 from urlcheck.input.files import open_input
 from urlcheck.input.plainxml import ATTRS, PlainReader, as_parsed, character_data_ok, start_pattern
 from urlcheck.input.plainxml import text as xml_text
+from urlcheck.input.sharedstrings import SharedStrings
 from urlcheck.input.sitemap import Readable, capped
 from urlcheck.input.sniff import (
     EXPECTED_NAMES,
@@ -53,12 +52,8 @@ if TYPE_CHECKING:
     from urlcheck.input.record import Record
 
 MAX_PART_BYTES = 1 << 30  # a part of the workbook, decompressed (a million rows: ~100 MB)
-_IN_MEMORY_STRINGS = 4 << 20  # a shared-string table up to this size stays in memory
 _HEADER_SAMPLE_ROWS = 50
 _Build = Callable[[int, int, list[str], "str | None"], "Record"]
-_BLOCK_BITS = 18
-_BLOCK = 1 << _BLOCK_BITS  # the shared strings are read back 256 KiB at a time
-_BLOCKS = 16  # blocks kept: 4 MiB
 
 _MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 _STRICT = "http://purl.oclc.org/ooxml/spreadsheetml/main"
@@ -178,105 +173,6 @@ def _serial_to_text(value: str, epoch: dt.datetime) -> str:
     return when.replace(microsecond=0).isoformat()
 
 
-class _Strings:
-    """The shared-string table: a list when small, else UTF-8 in a temporary file read back by
-    offset, through a few cached blocks (a million distinct URLs stay out of memory; Excel
-    numbers strings as they first appear, so a sheet read in order reads the file in order)."""
-
-    def __init__(self) -> None:
-        self._list: list[str] | None = []
-        self._file: IO[bytes] | None = None
-        self._offsets = array("q", [0])
-        self._size = 0
-        self._blocks: dict[int, str | bytes] = {}
-
-    def add(self, text: str) -> None:
-        if self._list is not None:
-            self._list.append(text)
-            self._size += len(text)
-            if self._size > _IN_MEMORY_STRINGS:
-                self._to_file()
-            return
-        assert self._file is not None
-        data = text.encode("utf-8", "surrogatepass")
-        self._file.write(data)
-        self._offsets.append(self._offsets[-1] + len(data))
-
-    def extend(self, texts: list[str]) -> None:
-        """``add`` for each of ``texts``, written to the file at once."""
-        if self._list is not None:
-            for text in texts:
-                self.add(text)
-            return
-        assert self._file is not None
-        offsets = self._offsets
-        end = offsets[-1]
-        joined = "".join(texts)
-        if joined.isascii():
-            for text in texts:
-                end += len(text)
-                offsets.append(end)
-            self._file.write(joined.encode("ascii"))
-            return
-        for text in texts:
-            end += len(text.encode("utf-8", "surrogatepass"))
-            offsets.append(end)
-        self._file.write(joined.encode("utf-8", "surrogatepass"))
-
-    def _to_file(self) -> None:
-        assert self._list is not None
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115 (gone once closed)
-        strings, self._list = self._list, None
-        for text in strings:
-            self.add(text)
-
-    def done(self) -> None:
-        if self._file is not None:
-            self._file.flush()
-
-    def get(self, index: int) -> str:
-        strings = self._list
-        if strings is not None:
-            try:
-                return strings[index]
-            except IndexError:
-                return ""
-        offsets = self._offsets
-        try:
-            start, end = offsets[index], offsets[index + 1]
-        except IndexError:
-            return ""
-        block = start >> _BLOCK_BITS
-        base = block << _BLOCK_BITS
-        if end - base <= _BLOCK:
-            data = self._blocks.get(block)
-            if data is None:
-                data = self._read_block(block)
-            if isinstance(data, str):  # an ASCII block, decoded once: offsets are indexes
-                return data[start - base : end - base]
-            return data[start - base : end - base].decode("utf-8", "surrogatepass")
-        assert self._file is not None
-        return os.pread(self._file.fileno(), end - start, start).decode("utf-8", "surrogatepass")
-
-    def _read_block(self, block: int) -> str | bytes:
-        assert self._file is not None
-        blocks = self._blocks
-        if len(blocks) >= _BLOCKS:
-            del blocks[next(iter(blocks))]  # the oldest
-        data = os.pread(self._file.fileno(), _BLOCK, block << _BLOCK_BITS)
-        blocks[block] = found = data.decode("ascii") if data.isascii() else data
-        return found
-
-    def close(self) -> None:
-        self._blocks.clear()
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-    def __del__(self) -> None:
-        self.close()
-
-
 def _place(cells: list[str], at: int, text: str) -> None:
     """Put a cell's text in column ``at`` (0-based): Excel leaves empty cells out."""
     if at > len(cells):
@@ -376,7 +272,7 @@ class XlsxSource:
         self._name = os.fspath(path)
         self._max_bytes = max_bytes
         self._spool = Spool()
-        self._strings: _Strings | None = None
+        self._strings: SharedStrings | None = None
         with self._zip() as book:
             workbook = self._workbook_part(book)
             sheets = self._sheets(book, workbook)
@@ -504,18 +400,18 @@ class XlsxSource:
                     dates.add(i)
         return dates
 
-    def _load_strings(self, book: zipfile.ZipFile) -> _Strings:
+    def _load_strings(self, book: zipfile.ZipFile) -> SharedStrings:
         """The shared-string table: read by pattern when it is as plain as Excel writes it
         (measured: 3 times faster than parsing it), else, or at the first sign of anything
         else (CDATA, comments, prefixes), parsed by lxml from its start."""
-        strings = _Strings()
+        strings = SharedStrings()
         if self._strings_part is None:
             return strings
         with ExitStack() as stack:
             if self._plain_strings(self._open_part(book, self._strings_part, stack), strings):
                 strings.done()
                 return strings
-        strings = _Strings()
+        strings = SharedStrings()
         si = f"{{{_MAIN}}}si"
         with ExitStack() as stack:
             stream = self._open_part(book, self._strings_part, stack)
@@ -534,7 +430,7 @@ class XlsxSource:
         strings.done()
         return strings
 
-    def _plain_strings(self, stream: Readable, strings: _Strings) -> bool:
+    def _plain_strings(self, stream: Readable, strings: SharedStrings) -> bool:
         """Fill ``strings`` from a table of ``<si><t>text</t></si>`` entries; False (and
         ``strings`` to be dropped) as soon as the table holds anything else."""
         decoder = codecs.getincrementaldecoder("utf-8")()
@@ -587,7 +483,7 @@ class XlsxSource:
     def _rows(
         self,
         book: zipfile.ZipFile,
-        strings: _Strings,
+        strings: SharedStrings,
         build: _Build | None = None,
         skip: Callable[[int], bool] | None = None,
     ) -> Generator[Any]:
