@@ -343,7 +343,8 @@ class SitemapSource:
             loc_tag = lastmod_tag = ""
             with ExitStack() as stack:
                 try:
-                    # One loop, inlined: it runs a million times for a large sitemap.
+                    # One loop: it runs a million times for a sitemap lxml reads (one with
+                    # extensions, say); the record is made where the pattern path makes it.
                     root = None
                     for _, elem in _iterparse(self._open(part, stack), "url"):
                         row += 1
